@@ -1,0 +1,42 @@
+# The two commands: `make run` and `make test`. Everything else is a helper.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test install lint format bench stop status clean-var
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	bin/cairn-run
+
+# Runs the whole suite against real services: the embedded PostgreSQL+pgvector
+# and Valkey (started if needed, stopped afterwards if this started them), or
+# DATABASE_URL / REDIS_URL when set. Browser tests need /usr/bin/chromium.
+test: $(STAMP)
+	@test -x /usr/bin/chromium || { echo "make test: browser tests need Debian's chromium (apt-get install chromium)"; exit 1; }
+	$(PY) -m cairn.embedded run -- $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: $(STAMP)
+	$(PY) -m cairn.embedded run -- $(PY) bench/run_all.py
+
+status: $(STAMP)
+	$(PY) -m cairn.embedded status
+
+stop: $(STAMP)
+	$(PY) -m cairn.embedded stop

@@ -1,0 +1,63 @@
+"""Agent API (SPEC section 11). One API class per operation, nested serializers."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from cairn.health import health
+
+
+class HealthApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        summary="Health of database, pgvector, broker and workers",
+        responses={
+            (200, "application/json"): inline_serializer(
+                "Health",
+                {
+                    "status": serializers.CharField(),
+                    "database": serializers.CharField(),
+                    "pgvector": serializers.CharField(),
+                    "broker": serializers.CharField(),
+                    "workers": serializers.IntegerField(),
+                },
+            ),
+            (503, "application/json"): inline_serializer(
+                "Unhealthy",
+                {
+                    "status": serializers.CharField(),
+                    "problems": serializers.ListField(child=serializers.CharField()),
+                },
+            ),
+        },
+        tags=["health"],
+    )
+    def get(self, request):
+        healthy, body = health()
+        return Response(body, status=200 if healthy else 503)
+
+
+class WhoAmIApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        agent = serializers.CharField()
+        workspace = serializers.CharField()
+        scope = serializers.CharField()
+
+    @extend_schema(
+        summary="The agent and workspace this token belongs to",
+        responses=OutputSerializer,
+        tags=["identity"],
+    )
+    def get(self, request):
+        token = request.auth
+        return Response(
+            self.OutputSerializer(
+                {"agent": token.agent.name, "workspace": token.workspace.name, "scope": token.scope}
+            ).data
+        )

@@ -1,0 +1,50 @@
+"""Bearer-token authentication for agents (SPEC section 2)."""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions, permissions
+
+from memory.models import TokenScope
+from memory.services.identity import token_authenticate
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        parts = header.split()
+        if len(parts) != 2 or parts[0].lower() != self.keyword.lower():
+            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
+        token = token_authenticate(raw=parts[1])
+        if token is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+        return token.agent, token
+
+    def authenticate_header(self, request):
+        return self.keyword
+
+
+class IsAgent(permissions.BasePermission):
+    """Any valid token (agent or admin scope)."""
+
+    def has_permission(self, request, view):
+        return request.auth is not None and request.user is not None
+
+
+class IsAdminToken(permissions.BasePermission):
+    message = "This endpoint needs an admin-scoped token (create_agent --admin)."
+
+    def has_permission(self, request, view):
+        return request.auth is not None and request.auth.scope == TokenScope.ADMIN
+
+
+class BearerScheme(OpenApiAuthenticationExtension):
+    target_class = "agents.auth.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "Cairn agent token"}

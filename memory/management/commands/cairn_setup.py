@@ -1,0 +1,45 @@
+"""Prepare the database for `make run`: check pgvector, migrate, first-start identity."""
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from cairn.health import pgvector_problem
+from memory.models import Role
+from memory.services.identity import (
+    agent_get_or_create,
+    token_issue,
+    user_create,
+    workspace_get_or_create,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Check pgvector, apply migrations and, on first start, create a workspace, admin and token."
+    )
+
+    def handle(self, *args, **options):
+        problem = pgvector_problem()
+        if problem:
+            raise CommandError(problem)
+        call_command("migrate", interactive=False, verbosity=0)
+        if get_user_model().objects.exists():
+            self.stdout.write("cairn: database ready (existing data kept).")
+            return
+        workspace = workspace_get_or_create(name="default", display_name="Default workspace")
+        _, password = user_create(workspace=workspace, username="admin", role=Role.ADMIN)
+        agent = agent_get_or_create(workspace=workspace, name="my-agent")
+        issued = token_issue(agent=agent)
+        line = "=" * 72
+        self.stdout.write(
+            f"\n{line}\n"
+            "  Cairn first start: these credentials are shown ONCE. Keep them.\n\n"
+            f"  Web UI       {settings.SITE_URL}/\n"
+            "  Username     admin\n"
+            f"  Password     {password}\n"
+            f"  Agent token  {issued.raw}\n"
+            "               (agent 'my-agent' in workspace 'default')\n"
+            f"{line}\n"
+        )

@@ -1,0 +1,29 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from cairn.errors import ApplicationError
+from memory.models import TokenScope
+from memory.services.identity import agent_get_or_create, token_issue, workspace_get_or_create
+
+
+class Command(BaseCommand):
+    help = "Create WORKSPACE and AGENT if missing and print a new API token (last line)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("workspace")
+        parser.add_argument("agent")
+        parser.add_argument("--admin", action="store_true", help="issue an admin-scoped token")
+
+    def handle(self, *args, workspace, agent, admin, **options):
+        try:
+            ws = workspace_get_or_create(name=workspace)
+            agent_obj = agent_get_or_create(workspace=ws, name=agent)
+            issued = token_issue(
+                agent=agent_obj, scope=TokenScope.ADMIN if admin else TokenScope.AGENT
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+        self.stderr.write(
+            f"Token for agent {agent_obj.name!r} in workspace {ws.name!r} "
+            f"(scope {issued.token.scope}); it is shown once:"
+        )
+        self.stdout.write(issued.raw)

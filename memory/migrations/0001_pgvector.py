@@ -1,0 +1,23 @@
+"""Create the pgvector extension, or stop with a message that says how to fix it."""
+
+from django.db import migrations
+
+
+def create_vector_extension(apps, schema_editor):
+    from cairn.health import PGVECTOR_MISSING
+
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        if cursor.fetchone() is None:
+            db = schema_editor.connection.settings_dict
+            where = f"{db.get('HOST') or 'local socket'}:{db.get('PORT') or 5432}/{db.get('NAME')}"
+            raise RuntimeError(PGVECTOR_MISSING.format(where=where))
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies = []
+    operations = [
+        migrations.RunPython(create_vector_extension, migrations.RunPython.noop, atomic=True),
+    ]

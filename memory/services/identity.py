@@ -1,0 +1,179 @@
+"""Workspaces, members, agents and tokens. Tokens are random, shown once, stored hashed."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from cairn.errors import ApplicationError
+from memory.models import Agent, ApiToken, Membership, Role, TokenScope, Workspace
+from memory.services.audit import audit_record
+
+TOKEN_PREFIX = "cairn_"
+
+
+def token_digest(raw: str) -> str:
+    # Tokens carry 256 bits of randomness, so a fast hash is the right tool
+    # (a slow KDF only matters for guessable secrets like passwords).
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    raw: str  # shown once, never stored
+
+
+@transaction.atomic
+def workspace_get_or_create(
+    *, name: str, display_name: str = "", is_demo: bool = False
+) -> Workspace:
+    workspace, created = Workspace.objects.get_or_create(
+        name=name, defaults={"display_name": display_name or name, "is_demo": is_demo}
+    )
+    if created:
+        audit_record(
+            workspace=workspace,
+            actor="system",
+            action="workspace.create",
+            target_type="workspace",
+            target_id=workspace.pk,
+        )
+    return workspace
+
+
+@transaction.atomic
+def agent_get_or_create(*, workspace: Workspace, name: str) -> Agent:
+    name = name.strip()
+    if not name or len(name) > 128:
+        raise ApplicationError("Agent name must be 1-128 characters.", fields={"name": ["invalid"]})
+    agent, created = Agent.objects.get_or_create(workspace=workspace, name=name)
+    if created:
+        audit_record(
+            workspace=workspace,
+            actor="system",
+            action="agent.create",
+            target_type="agent",
+            target_id=agent.pk,
+        )
+    return agent
+
+
+@transaction.atomic
+def token_issue(
+    *, agent: Agent, scope: str = TokenScope.AGENT, name: str = "", created_by=None
+) -> IssuedToken:
+    if scope not in TokenScope.values:
+        raise ApplicationError(f"Unknown token scope {scope!r}.", fields={"scope": ["invalid"]})
+    prefix = secrets.token_hex(4)
+    raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    token = ApiToken.objects.create(
+        agent=agent,
+        workspace=agent.workspace,
+        name=name,
+        prefix=prefix,
+        digest=token_digest(raw),
+        scope=scope,
+        created_by=created_by,
+    )
+    audit_record(
+        workspace=agent.workspace,
+        actor=f"user:{created_by.username}" if created_by else "system",
+        action="token.issue",
+        target_type="token",
+        target_id=token.pk,
+        details={"agent": agent.name, "scope": scope, "prefix": prefix},
+    )
+    return IssuedToken(token=token, raw=raw)
+
+
+@transaction.atomic
+def token_revoke(*, token: ApiToken, actor: str, reason: str = "") -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        audit_record(
+            workspace=token.workspace,
+            actor=actor,
+            action="token.revoke",
+            target_type="token",
+            target_id=token.pk,
+            reason=reason,
+            details={"prefix": token.prefix},
+        )
+    return token
+
+
+def token_authenticate(*, raw: str) -> ApiToken | None:
+    """The active token for ``raw``, with its agent and workspace; records last use."""
+    if not raw.startswith(TOKEN_PREFIX):
+        return None
+    token = (
+        ApiToken.objects.select_related("agent", "workspace")
+        .filter(digest=token_digest(raw), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None:
+        return None
+    now = timezone.now()
+    stale_before = now - timedelta(seconds=settings.CAIRN_TOKEN_LAST_USED_GRANULARITY_S)
+    if token.last_used_at is None or token.last_used_at < stale_before:
+        # A conditional update: at most one write a minute per token, whatever the traffic.
+        ApiToken.objects.filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale_before), pk=token.pk
+        ).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+@transaction.atomic
+def user_create(*, workspace: Workspace, username: str, role: str, password: str | None = None):
+    """Create (or re-role) a user in a workspace; returns (user, password or None)."""
+    if role not in Role.values:
+        raise ApplicationError(
+            f"Unknown role {role!r}; use one of {', '.join(Role.values)}.",
+            fields={"role": ["invalid"]},
+        )
+    User = get_user_model()
+    user = User.objects.filter(username=username).first()
+    generated = None
+    if user is None:
+        generated = password or secrets.token_urlsafe(12)
+        user = User.objects.create_user(username=username, password=generated)
+    elif password:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        generated = password
+    membership, _ = Membership.objects.update_or_create(
+        user=user, workspace=workspace, defaults={"role": role}
+    )
+    if role == Role.ADMIN and not user.is_staff:
+        # Workspace admins may use the Django admin for their identity records.
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    audit_record(
+        workspace=workspace,
+        actor="system",
+        action="member.set",
+        target_type="user",
+        target_id=user.pk,
+        details={"role": role},
+    )
+    return user, generated
+
+
+def membership_get(*, user, workspace_id: int | None = None) -> Membership | None:
+    if not getattr(user, "is_authenticated", False):
+        return None
+    qs = Membership.objects.select_related("workspace").filter(user=user)
+    if workspace_id is not None:
+        qs = qs.filter(workspace_id=workspace_id)
+    return qs.order_by("workspace__name").first()

@@ -1,0 +1,46 @@
+"""Role guards for the review UI. Every view resolves the current membership here."""
+
+from __future__ import annotations
+
+import functools
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+
+from memory.models import Membership
+from memory.services.identity import membership_get
+
+SESSION_KEY = "cairn_workspace_id"
+
+
+def current_membership(request) -> Membership | None:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated or not hasattr(request, "session"):
+        return None
+    cached = getattr(request, "_cairn_membership", False)
+    if cached is not False:
+        return cached
+    membership = membership_get(user=request.user, workspace_id=request.session.get(SESSION_KEY))
+    if membership is None and request.session.get(SESSION_KEY) is not None:
+        membership = membership_get(user=request.user)
+    request._cairn_membership = membership
+    return membership
+
+
+def require_role(role: str):
+    """Login, a membership in the current workspace, and at least ``role`` in it."""
+
+    def decorator(view):
+        @login_required
+        @functools.wraps(view)
+        def wrapped(request, *args, **kwargs):
+            membership = current_membership(request)
+            if membership is None or not membership.allows(role):
+                raise PermissionDenied(f"This needs the {role} role in this workspace.")
+            request.membership = membership
+            request.workspace = membership.workspace
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator

@@ -1,0 +1,62 @@
+"""Headless Chromium (Debian's package) driven by Playwright against a live server."""
+
+import os
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+# Playwright's sync API runs an event loop in this thread; the ORM calls the
+# tests make between page actions are still synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert os.path.exists(CHROMIUM), (
+        "browser tests need Debian's chromium (apt-get install chromium)"
+    )
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def login(live_server, page):
+    """Log in through the real form as a new user with ``role`` in ``workspace``."""
+    from memory.services.identity import user_create
+
+    def do(*, workspace, role, username=None):
+        username = username or f"{role}-{workspace.pk}"
+        user_create(workspace=workspace, username=username, role=role, password="pw-browser-1")
+        page.goto(f"{live_server.url}/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", "pw-browser-1")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/dashboard/")
+        return page
+
+    return do

@@ -1,0 +1,64 @@
+import pytest
+
+from tests.factories import WorkspaceFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_redirects_anonymous_people_to_login(client):
+    response = client.get("/dashboard/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+
+
+def test_the_login_page_renders(client):
+    response = client.get("/login/")
+    assert response.status_code == 200
+    assert b"Log in to Cairn" in response.content
+
+
+@pytest.mark.parametrize("role", ["viewer", "reviewer", "admin"])
+def test_every_role_sees_the_dashboard_with_next_steps(member_client, workspace, role):
+    client = member_client(workspace=workspace, role=role)
+    response = client.get("/dashboard/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert workspace.display_name in html
+    assert 'curl -s -H "Authorization: Bearer $CAIRN_TOKEN"' in html
+    assert 'hx-headers=\'{"X-CSRFToken":' in html
+    assert "htmx-2.0.11.min.js" in html
+
+
+def test_a_user_without_membership_gets_a_clear_403(client, django_user_model):
+    user = django_user_model.objects.create_user("loner", password="x")
+    client.force_login(user)
+    assert client.get("/").status_code == 403
+    assert client.get("/dashboard/").status_code == 403
+
+
+def test_switching_to_a_workspace_you_are_not_in_is_refused(member_client, workspace):
+    client = member_client(workspace=workspace, role="viewer")
+    other = WorkspaceFactory()
+    response = client.post("/workspace/switch/", {"workspace": other.pk})
+    assert response.status_code == 400
+    assert other.display_name not in client.get("/dashboard/").content.decode()
+
+
+def test_switching_between_own_workspaces(member_client, workspace):
+    from memory.services.identity import user_create
+
+    client = member_client(workspace=workspace, role="viewer")
+    second = WorkspaceFactory()
+    user_create(workspace=second, username=client.user.username, role="viewer")
+    response = client.post("/workspace/switch/", {"workspace": second.pk})
+    assert response.status_code == 302
+    assert second.display_name in client.get("/dashboard/").content.decode()
+
+
+def test_the_dashboard_query_count_is_pinned(
+    member_client, workspace, django_assert_max_num_queries
+):
+    client = member_client(workspace=workspace, role="viewer")
+    client.get("/dashboard/")
+    with django_assert_max_num_queries(8):
+        client.get("/dashboard/")
