@@ -1,9 +1,13 @@
 from django.urls import path
 
-from agents import apis
+from agents.apis import core, knowledge, outcomes, skills
 
 app_name = "agents"
 
 urlpatterns = [
-    path("agents/me/", apis.WhoAmIApi.as_view(), name="whoami"),
+    path("agents/me/", core.WhoAmIApi.as_view(), name="whoami"),
 ]
+# Each area keeps its own routes beside its API classes.
+urlpatterns += knowledge.urlpatterns
+urlpatterns += outcomes.urlpatterns
+urlpatterns += skills.urlpatterns

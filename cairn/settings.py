@@ -225,6 +225,18 @@ CAIRN_EMBEDDING_API_KEY = os.environ.get("CAIRN_EMBEDDING_API_KEY", "")
 CAIRN_EMBEDDING_BATCH = envint("CAIRN_EMBEDDING_BATCH", 32)
 CAIRN_EMBEDDING_THREADS = envint("CAIRN_EMBEDDING_THREADS", 2)
 
+# --- knowledge store and recall (SPEC section 3) ------------------------------
+# (constants for the knowledge store go here)
+
+
+# --- outcomes, evidence, lessons, decay (SPEC sections 4 and 7) ---------------
+# (constants for evidence and lessons go here)
+
+
+# --- skills and learned deltas (SPEC section 6) --------------------------------
+# (constants for skills go here)
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

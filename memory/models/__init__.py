@@ -18,3 +18,28 @@ __all__ = [
     "TokenScope",
     "Workspace",
 ]
+
+from memory.models.knowledge import (  # noqa: E402
+    CONTENT_MAX_CHARS,
+    EMBEDDING_DIMENSIONS,
+    PRIVILEGED_CATEGORIES,
+    Category,
+    Knowledge,
+    KnowledgeStatus,
+    Source,
+)
+
+__all__ += [
+    "CONTENT_MAX_CHARS",
+    "EMBEDDING_DIMENSIONS",
+    "PRIVILEGED_CATEGORIES",
+    "Category",
+    "Knowledge",
+    "KnowledgeStatus",
+    "Source",
+]
+
+# Each area's models live in their own module and export through __all__.
+from memory.models.conversations import *  # noqa: E402,F403
+from memory.models.lessons import *  # noqa: E402,F403
+from memory.models.skills import *  # noqa: E402,F403

@@ -1,0 +1,3 @@
+"""Agent API: knowledge endpoints (see agents/urls.py)."""
+
+urlpatterns: list = []

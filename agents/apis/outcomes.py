@@ -1,0 +1,3 @@
+"""Agent API: outcomes endpoints (see agents/urls.py)."""
+
+urlpatterns: list = []

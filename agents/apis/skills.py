@@ -1,0 +1,3 @@
+"""Agent API: skills endpoints (see agents/urls.py)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Models for lessons (see memory/models/__init__.py)."""
+
+__all__: list[str] = []
