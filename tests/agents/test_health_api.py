@@ -14,7 +14,7 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 # Runs the real URL routing and view in a fresh process configured by environment.
 PROBE = """
 import django, json, os
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings_test")
+os.environ["DJANGO_SETTINGS_MODULE"] = "cairn.settings_test"
 django.setup()
 from django.test import Client
 r = Client(HTTP_HOST="localhost").get("/healthz")
