@@ -84,6 +84,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "agents.idempotency.IdempotencyMiddleware",
 ]
 
 ROOT_URLCONF = "cairn.urls"
@@ -211,6 +212,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "cairn.schema.add_idempotency_header",
+    ],
 }
 
 # --- Cairn constants (named as in SPEC; defaults are the spec's) ------------

@@ -6,12 +6,13 @@ from memory.models.identity import (
     TokenScope,
     Workspace,
 )
-from memory.models.ops import AuditEvent, JobRun
+from memory.models.ops import AuditEvent, IdempotencyRecord, JobRun
 
 __all__ = [
     "Agent",
     "ApiToken",
     "AuditEvent",
+    "IdempotencyRecord",
     "JobRun",
     "Membership",
     "Role",

@@ -79,3 +79,26 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.target_type}:{self.target_id}"
+
+
+class IdempotencyRecord(models.Model):
+    """A write request's response, replayed when the same Idempotency-Key comes again."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("memory.Agent", on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=500)
+    request_digest = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    response_body = models.BinaryField()
+    content_type = models.CharField(max_length=100, default="application/json")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "key"], name="idempotency_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} [{self.key}]"

@@ -134,6 +134,18 @@ def token_authenticate(*, raw: str) -> ApiToken | None:
     return token
 
 
+def token_lookup(*, authorization: str) -> ApiToken | None:
+    """The active token named by an ``Authorization: Bearer`` header, without side effects."""
+    parts = authorization.split()
+    if len(parts) != 2 or parts[0].lower() != "bearer" or not parts[1].startswith(TOKEN_PREFIX):
+        return None
+    return (
+        ApiToken.objects.select_related("agent", "workspace")
+        .filter(digest=token_digest(parts[1]), revoked_at__isnull=True)
+        .first()
+    )
+
+
 @transaction.atomic
 def user_create(*, workspace: Workspace, username: str, role: str, password: str | None = None):
     """Create (or re-role) a user in a workspace; returns (user, password or None)."""

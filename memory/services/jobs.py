@@ -35,6 +35,19 @@ def advisory_lock(name: str):
                 cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
 
 
+@contextlib.contextmanager
+def advisory_lock_blocking(name: str):
+    """Session-level advisory lock that waits for its turn."""
+    key = _lock_key(name)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [key])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
 def job_run_create(
     *, kind: str, workspace=None, params: dict | None = None, requested_by: str = ""
 ) -> JobRun:
