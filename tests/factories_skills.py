@@ -45,7 +45,7 @@ def skill_md(
     lines.append("permissions: [" + ", ".join(permissions) + "]")
     lines.append("tools: [" + ", ".join(tools) + "]")
     lines.append("---")
-    return "\n".join(lines) + body
+    return "\n".join(lines) + "\n" + body
 
 
 def sha256(text: str) -> str:

@@ -547,7 +547,9 @@ class FeedbackApi(APIView):
         scope = serializers.CharField(max_length=200)
         positive = serializers.BooleanField()
         delta_ids = serializers.ListField(
-            child=serializers.IntegerField(min_value=1), required=False, max_length=50
+            child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
+            required=False,
+            max_length=50,
         )
 
     class TrustProgressSerializer(serializers.Serializer):

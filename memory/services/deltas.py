@@ -42,6 +42,7 @@ from memory.services.skills import (
     estimate_tokens,
     injection_scan,
     local_capabilities,
+    storable_refuse,
 )
 
 logger = logging.getLogger(__name__)
@@ -271,6 +272,8 @@ def delta_create(
     """
     workspace = agent.workspace
     actor = f"agent:{agent.name}"
+    storable_refuse(value=payload, field_name="payload")
+    storable_refuse(value=[anchor, provenance, scope], field_name="provenance")
     skill = skill_get(workspace=workspace, name=skill_name)
     version = skill.current_version
     _widening_refuse(payload=payload, permissions=permissions, security_tier=security_tier)
@@ -435,7 +438,7 @@ def _reviewer(*, user, workspace: Workspace) -> str:
 
 def _locked(delta: SkillDelta) -> SkillDelta:
     return (
-        SkillDelta.objects.select_for_update()
+        SkillDelta.objects.select_for_update(of=("self",))
         .select_related("skill", "skill__current_version", "workspace", "anchor_version")
         .get(pk=delta.pk)
     )

@@ -11,7 +11,7 @@ from django.db import transaction
 from cairn.errors import ApplicationError
 from memory.models import Agent, DeltaTrust, LearnedFact, Workspace
 from memory.services.audit import audit_record
-from memory.services.skills import NAMESPACE_RE, bad_input, credential_refuse
+from memory.services.skills import NAMESPACE_RE, bad_input, credential_refuse, storable_refuse
 
 KEY_RE = re.compile(r"^[^/\s\x00-\x1f]{1,200}$")
 SCOPE_MAX_CHARS = 200
@@ -39,6 +39,10 @@ def fact_put(
        new row and points the old one at it (supersede, never delete).
     """
     from memory.services.deltas import provenance_classify
+
+    storable_refuse(
+        value=[namespace, key, value, scope, provenance], field_name=f"{field_prefix}value"
+    )
 
     if not isinstance(namespace, str) or not NAMESPACE_RE.match(namespace):
         raise bad_input(

@@ -65,6 +65,21 @@ def bad_input(field_name: str, message: str) -> ApplicationError:
 
 # --------------------------------------------------------------------------- content checks
 
+
+def storable_refuse(*, value, field_name: str) -> None:
+    """400 if a string in ``value`` cannot be stored: NUL characters (which Postgres
+    text and jsonb reject) or lone surrogates (which are not UTF-8)."""
+    for text in _strings(value):
+        if "\x00" in text:
+            raise bad_input(field_name, "Text may not contain NUL characters.")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise bad_input(
+                field_name, "Text must be valid Unicode (no lone surrogates)."
+            ) from None
+
+
 _CREDENTIAL_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     ("private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")),
     ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
@@ -327,6 +342,7 @@ def skill_md_parse(*, skill_md: str) -> ParsedSkill:
     """Parse and validate a SKILL.md (400 naming the field on any problem)."""
     if not isinstance(skill_md, str) or not skill_md.strip():
         raise bad_input("skill_md", "This field may not be blank.")
+    storable_refuse(value=skill_md, field_name="skill_md")
     if len(skill_md) > settings.CAIRN_SKILL_MD_MAX_CHARS:
         raise bad_input(
             "skill_md", f"SKILL.md must be at most {settings.CAIRN_SKILL_MD_MAX_CHARS} characters."
@@ -536,6 +552,7 @@ def agent_tools_set(*, agent: Agent, tools: list[dict]) -> list[AgentTool]:
     """Replace ``agent``'s declared tool registry with ``tools``."""
     if len(tools) > REGISTRY_MAX_TOOLS:
         raise bad_input("tools", f"At most {REGISTRY_MAX_TOOLS} tools.")
+    storable_refuse(value=tools, field_name="tools")
     seen: set[str] = set()
     rows = []
     for index, tool in enumerate(tools):
@@ -609,6 +626,7 @@ def effective_skill_resolve(
     """
     from memory.selectors.skills import effective_skill_build, skill_get
 
+    storable_refuse(value=[session_id, goal], field_name="session_id")
     skill = skill_get(workspace=agent.workspace, name=skill_name)
     if skill.current_version is None:
         raise NotFoundError(f"Skill {skill_name!r} has no registered version.")

@@ -11,7 +11,7 @@ from django.db.models import F
 
 from cairn.errors import ApplicationError
 from memory.models import Agent, FeedbackSample, SkillDelta
-from memory.services.skills import bad_input, credential_refuse
+from memory.services.skills import bad_input, credential_refuse, storable_refuse
 
 ACTION_TYPE_MAX_CHARS = 100
 SCOPE_MAX_CHARS = 200
@@ -32,6 +32,7 @@ def feedback_record(
     Attributed deltas must be this agent's (an id it cannot see is refused the
     same way as one that does not exist).
     """
+    storable_refuse(value=[action_type, scope], field_name="scope")
     action_type, scope = (action_type or "").strip(), (scope or "").strip()
     if not action_type or len(action_type) > ACTION_TYPE_MAX_CHARS:
         raise bad_input("action_type", f"1-{ACTION_TYPE_MAX_CHARS} characters.")
