@@ -386,6 +386,11 @@ class SkillDeltasApi(APIView):
                 if name not in {"routed_to", "warnings"}:
                     field.required = False
 
+        def to_representation(self, instance):
+            # A routed fact has no delta fields at all (not even nulls).
+            data = super().to_representation(instance)
+            return {key: value for key, value in data.items() if key in instance}
+
     class DeltaListOutputSerializer(serializers.Serializer):
         deltas = DeltaSerializer(many=True)
 

@@ -309,3 +309,41 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
     for delta in SkillDelta.objects.filter(status="active", provenance_source="outcome_evidence"):
         assert delta.approval_samples >= 5
         assert delta.approval_positive / delta.approval_samples >= 0.85
+
+
+# --------------------------------------------------------------------------- interim review surfaces
+
+
+def test_the_delta_review_command_approves_through_the_service(agent, workspace, capsys):
+    from django.core.management import CommandError, call_command
+
+    delta = pref(agent)
+    person = reviewer(workspace)
+    call_command("delta_review", "list", workspace.name, status="staged")
+    assert f"{delta.pk}\tstaged" in capsys.readouterr().out
+    viewer = reviewer(workspace, role=Role.VIEWER)
+    with pytest.raises(CommandError):
+        call_command("delta_review", "approve", str(delta.pk), user=viewer.username)
+    call_command("delta_review", "approve", str(delta.pk), user=person.username, reason="ok")
+    assert f"delta {delta.pk}: active" in capsys.readouterr().out
+    assert AuditEvent.objects.filter(action="delta.approve", reason="ok").exists()
+
+
+def test_a_workspace_admin_approves_in_the_django_admin(agent, workspace, client):
+    delta = pref(agent)
+    foreign = WorkspaceFactory()
+    foreign_agent = AgentFactory(workspace=foreign)
+    skill_register(workspace=foreign, skill_md=skill_md(), actor="t")
+    hidden = pref(foreign_agent)
+    admin_user = reviewer(workspace, role=Role.ADMIN)
+    client.force_login(admin_user)
+    listing = client.get("/admin/memory/skilldelta/")
+    assert listing.status_code == 200
+    assert f'value="{delta.pk}"' in listing.content.decode()
+    assert f'value="{hidden.pk}"' not in listing.content.decode()
+    client.post(
+        "/admin/memory/skilldelta/",
+        {"action": "approve", "_selected_action": [delta.pk]},
+    )
+    assert SkillDelta.objects.get(pk=delta.pk).status == "active"
+    assert SkillDelta.objects.get(pk=hidden.pk).status == "staged"
