@@ -150,7 +150,7 @@ class SkillDelta(models.Model):
     # (or at the last re-approval onto a newer base).
     anchor_section = models.CharField(max_length=200)
     anchor_digest = models.CharField(max_length=64)
-    anchor_version = models.ForeignKey(SkillVersion, on_delete=models.PROTECT, related_name="+")
+    anchor_version = models.ForeignKey(SkillVersion, on_delete=models.CASCADE, related_name="+")
     payload = models.JSONField(default=dict)
     provenance = models.JSONField(default=dict, blank=True)
     provenance_source = models.CharField(max_length=32, choices=ProvenanceSource.choices)

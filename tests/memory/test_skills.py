@@ -347,3 +347,20 @@ def test_a_workspace_admin_approves_in_the_django_admin(agent, workspace, client
     )
     assert SkillDelta.objects.get(pk=delta.pk).status == "active"
     assert SkillDelta.objects.get(pk=hidden.pk).status == "staged"
+
+
+def test_deleting_a_workspace_removes_its_skill_rows(agent, workspace):
+    # Erasure (a separate admin operation) really deletes: nothing here may block it.
+    from memory.models import LearnedFact, Skill, SkillVersion
+
+    delta_approve(delta=pref(agent), user=reviewer(workspace), reason="ok")
+    skill_register(
+        workspace=workspace, skill_md=skill_md(version="2", body="\n## X\ny\n"), actor="t"
+    )
+    feedback_record(agent=agent, action_type="a", scope="s", positive=True)
+    workspace.delete()
+    assert not Skill.objects.exists()
+    assert not SkillVersion.objects.exists()
+    assert not SkillDelta.objects.exists()
+    assert not OrphanNotice.objects.exists()
+    assert not LearnedFact.objects.exists()
