@@ -239,7 +239,35 @@ CAIRN_EMBEDDING_THREADS = envint("CAIRN_EMBEDDING_THREADS", 2)
 
 
 # --- skills and learned deltas (SPEC section 6) --------------------------------
-# (constants for skills go here)
+CAIRN_SKILL_MD_MAX_CHARS = envint("CAIRN_SKILL_MD_MAX_CHARS", 65536)
+# Tier-3 bodies: a preference body, or an example's input + output.
+CAIRN_SKILL_DELTA_BODY_MAX_CHARS = 400
+# Permission domains that make a skill capability-bearing: no deltas on those.
+CAIRN_SKILL_LOCAL_CAPABILITIES = ("filesystem", "shell", "database", "desktop", "env")
+# Per-agent ceiling on resident tier-3 tokens (tokens ~ ceil(chars / 4)); beyond it
+# the least-used deltas become retrieval-only. Also caps one rendered learned block.
+CAIRN_SKILL_RESIDENT_TOKEN_BUDGET = envint("CAIRN_SKILL_RESIDENT_TOKEN_BUDGET", 600)
+# A retrieval-only delta renders when the session goal matches its trigger this well.
+CAIRN_SKILL_RETRIEVAL_SIMILARITY = 0.82
+# Retrieval-only deltas not used for this many days are archived by the budget job.
+CAIRN_SKILL_RETRIEVAL_ARCHIVE_DAYS = envint("CAIRN_SKILL_RETRIEVAL_ARCHIVE_DAYS", 30)
+# Consolidation: this many deltas on one anchor at this payload cosine → umbrella proposal.
+CAIRN_SKILL_CONSOLIDATION_SIMILARITY = 0.9
+CAIRN_SKILL_CONSOLIDATION_MIN_DELTAS = 3
+# Trust ledger: outcome_evidence deltas need this track record on their scope.
+CAIRN_TRUST_MIN_SAMPLES = 5
+CAIRN_TRUST_THRESHOLD = 0.85
+# An effective skill is resolved once per session and cached this long.
+CAIRN_SKILL_SESSION_CACHE_S = envint("CAIRN_SKILL_SESSION_CACHE_S", 86400)
+CAIRN_FACT_VALUE_MAX_CHARS = 4000
+CELERY_BEAT_SCHEDULE["skills-budget"] = {
+    "task": "memory.tasks.skills_budget",
+    "schedule": envint("CAIRN_SKILL_BUDGET_EVERY_S", 3600),
+}
+CELERY_BEAT_SCHEDULE["skills-consolidate"] = {
+    "task": "memory.tasks.skills_consolidate",
+    "schedule": envint("CAIRN_SKILL_CONSOLIDATE_EVERY_S", 6 * 3600),
+}
 
 
 LOGGING = {

@@ -80,3 +80,7 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+# Each area registers its own admin classes beside its models.
+from memory import admin_skills  # noqa: E402,F401

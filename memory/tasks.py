@@ -19,3 +19,45 @@ def heartbeat(run_id: int | None = None) -> int:
         run.counts = {"ok": 1}
         run.result = {"worker": f"{socket.gethostname()}:{os.getpid()}"}
         return run.pk
+
+
+def _workspace(workspace_id: int | None):
+    from memory.models import Workspace
+
+    return Workspace.objects.get(pk=workspace_id) if workspace_id else None
+
+
+@shared_task(name="memory.tasks.skills_budget")
+def skills_budget(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
+    """Hold every agent's resident tier-3 deltas under the token budget (SPEC section 6)."""
+    from memory.services.deltas import delta_budget_enforce
+
+    workspace = _workspace(workspace_id)
+    with job_recorded(
+        kind="skills.budget",
+        workspace=workspace,
+        run_id=run_id,
+        task_id=skills_budget.request.id or "",
+    ) as run:
+        if run is None:
+            return None
+        run.counts = delta_budget_enforce(workspace=workspace)
+        return run.pk
+
+
+@shared_task(name="memory.tasks.skills_consolidate")
+def skills_consolidate(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
+    """Propose staged umbrella deltas for near-identical deltas on one anchor."""
+    from memory.services.deltas import delta_consolidate
+
+    workspace = _workspace(workspace_id)
+    with job_recorded(
+        kind="skills.consolidate",
+        workspace=workspace,
+        run_id=run_id,
+        task_id=skills_consolidate.request.id or "",
+    ) as run:
+        if run is None:
+            return None
+        run.counts = delta_consolidate(workspace=workspace)
+        return run.pk
