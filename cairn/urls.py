@@ -3,11 +3,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from agents.apis.core import HealthApi
+from agents.apis.core import HealthApi, HealthSlashApi
 
 urlpatterns = [
     path("healthz", HealthApi.as_view(), name="healthz"),
-    path("healthz/", HealthApi.as_view()),
+    path("healthz/", HealthSlashApi.as_view(), name="healthz-slash"),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/v1/", include("agents.urls")),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -61,3 +61,8 @@ class WhoAmIApi(APIView):
                 {"agent": token.agent.name, "workspace": token.workspace.name, "scope": token.scope}
             ).data
         )
+
+
+@extend_schema_view(get=extend_schema(exclude=True))
+class HealthSlashApi(HealthApi):
+    """/healthz/ answers like /healthz for probes that add a slash; documented once."""
