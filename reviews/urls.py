@@ -1,11 +1,11 @@
 from django.urls import path
 
-from reviews import views
+from reviews.views import dashboard
 
 app_name = "reviews"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("dashboard/", views.dashboard, name="dashboard"),
-    path("workspace/switch/", views.switch_workspace, name="switch_workspace"),
+    path("", dashboard.home, name="home"),
+    path("dashboard/", dashboard.dashboard, name="dashboard"),
+    path("workspace/switch/", dashboard.switch_workspace, name="switch_workspace"),
 ]

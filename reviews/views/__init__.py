@@ -1,0 +1,1 @@
+"""Review UI views, one module per screen."""
