@@ -19,8 +19,8 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 
-WIDTH = 640
-HEIGHT = 200
+WIDTH = 960
+HEIGHT = 220
 LEFT, RIGHT, TOP, BOTTOM = 40, 8, 10, 24
 
 
@@ -90,9 +90,11 @@ class _Frame:
                 f'<text class="axis" x="{LEFT - 6}" y="{y}" text-anchor="end" '
                 f'dominant-baseline="middle">{_num(value)}</text>'
             )
-        every = max(1, math.ceil(len(self.labels) / max(1, self.plot_w // 56)))
+        # Label every n-th point counted back from the newest, so the last is always named.
+        every = max(1, math.ceil(len(self.labels) / max(1, self.plot_w // 64)))
+        last = len(self.labels) - 1
         for i, label in enumerate(self.labels):
-            if i % every and i != len(self.labels) - 1:
+            if (last - i) % every:
                 continue
             parts.append(
                 f'<text class="axis" x="{_fmt(self.x_center(i))}" y="{self.height - 6}" '
@@ -118,12 +120,12 @@ def _figure(*, title, description, body, series, width, height, empty_text) -> S
         )
     return format_html(
         '<figure class="chart" id="{id}">'
+        '<figcaption><span class="chart-title">{title}</span>'
+        '<span class="legend">{legend}</span></figcaption>'
         '<svg viewBox="0 0 {w} {h}" role="img" aria-labelledby="{id}-title {id}-desc" '
         'preserveAspectRatio="xMidYMid meet">'
         '<title id="{id}-title">{title}</title><desc id="{id}-desc">{desc}</desc>'
-        "{body}{empty}</svg>"
-        '<figcaption><span class="chart-title">{title}</span>'
-        '<span class="legend">{legend}</span></figcaption></figure>',
+        "{body}{empty}</svg></figure>",
         id=ident,
         w=width,
         h=height,

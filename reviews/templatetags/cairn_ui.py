@@ -44,3 +44,18 @@ def run_duration(run) -> str:
         return ""
     end = run.finished_at or timezone.now()
     return _human(end - run.started_at)
+
+
+@register.filter
+def ago(moment) -> str:
+    """A short relative time ("just now", "5 min ago", "3 h ago", "4 days ago")."""
+    if not moment:
+        return ""
+    seconds = int((timezone.now() - moment).total_seconds())
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 48 * 3600:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"

@@ -20,8 +20,7 @@ def home(request):
     return redirect("reviews:dashboard")
 
 
-def job_runs_chart(*, workspace):
-    days = job_runs_per_day(workspace=workspace)
+def job_runs_chart(days: list[dict]):
     return bar_chart(
         labels=[f"{d['day']:%b} {d['day'].day}" for d in days],
         series=[
@@ -38,9 +37,11 @@ def job_runs_chart(*, workspace):
 @require_role("viewer")
 @require_GET
 def dashboard(request):
+    days = job_runs_per_day(workspace=request.workspace)
     context = {
         "counts": dashboard_counts(workspace=request.workspace),
-        "jobs_chart": job_runs_chart(workspace=request.workspace),
+        "jobs_chart": job_runs_chart(days),
+        "failed_runs": sum(d["failed"] for d in days),
         "site_url": settings.SITE_URL,
     }
     return render(request, "reviews/dashboard.html", context)
