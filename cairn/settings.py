@@ -236,6 +236,8 @@ CAIRN_UI_CHART_DAYS = 14
 # Filter suggestions (job kinds, audit actions) come from this many recent rows,
 # so building them never scans a whole table.
 CAIRN_UI_SUGGESTION_SAMPLE = 500
+# The nav's "jobs queued or running" counter looks at this many latest runs.
+CAIRN_UI_ACTIVE_JOB_WINDOW = 1000
 
 # --- knowledge store and recall (SPEC section 3) ------------------------------
 # (constants for the knowledge store go here)

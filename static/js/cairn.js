@@ -90,6 +90,15 @@
     return target.closest("input, textarea, select, [contenteditable=true]");
   }
   document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") {
+      // Escape closes an open confirm-with-reason form and returns focus to its button.
+      const open = document.activeElement && document.activeElement.closest("details.confirm[open]");
+      if (open) {
+        open.open = false;
+        open.querySelector("summary").focus();
+      }
+      return;
+    }
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
     const help = document.getElementById("shortcuts");
     if (event.key === "?") {

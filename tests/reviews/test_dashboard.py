@@ -76,7 +76,9 @@ def test_the_dashboard_query_count_is_pinned(
 
 def test_the_dashboard_charts_job_runs_per_day(member_client, workspace):
     now = timezone.now()
-    for days_ago, status in [(0, "succeeded"), (0, "failed"), (1, "succeeded"), (20, "succeeded")]:
+    # Oldest first, as real runs are inserted: the chart's query relies on ids growing
+    # with created_at.
+    for days_ago, status in [(20, "succeeded"), (1, "succeeded"), (0, "succeeded"), (0, "failed")]:
         run = JobRunFactory(workspace=workspace, status=status)
         JobRun.objects.filter(pk=run.pk).update(created_at=now - timedelta(days=days_ago))
     JobRunFactory(workspace=WorkspaceFactory(), status="failed")  # another workspace's

@@ -180,3 +180,14 @@ def test_the_list_query_count_is_pinned(viewer, workspace, django_assert_max_num
         assert viewer.get("/jobs/").status_code == 200
     with django_assert_max_num_queries(4):
         assert viewer.get("/jobs/?kind=decay", **HX).status_code == 200
+
+
+def test_the_nav_counter_looks_only_at_recent_runs(viewer, workspace, settings):
+    settings.CAIRN_UI_ACTIVE_JOB_WINDOW = 3
+    stuck = JobRunFactory(workspace=workspace, status="running")
+    for _ in range(3):
+        JobRunFactory(workspace=workspace, status="succeeded")
+    html = viewer.get("/jobs/").content.decode()
+    assert 'title="queued or running"' not in html  # outside the window: no badge
+    # The list's status filter still finds the stuck run.
+    assert f'id="job-{stuck.pk}"' in viewer.get("/jobs/?status=running", **HX).content.decode()
