@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import Http404
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from memory.models import JobRun
@@ -56,5 +57,8 @@ def jobs_detail(request, pk: int):
         raise Http404("No such job run in this workspace.")
     context = {**_common(), "run": run}
     if wants_fragment(request) and request.htmx.target != "job-detail":
-        return render_page(request, "reviews/jobs.html", context, partial="job_row")
-    return render_page(request, "reviews/job_detail.html", context, partial="detail")
+        response = render_page(request, "reviews/jobs.html", context, partial="job_row")
+    else:
+        response = render_page(request, "reviews/job_detail.html", context, partial="detail")
+    patch_vary_headers(response, ["HX-Target"])  # the fragment depends on who asks
+    return response

@@ -124,6 +124,7 @@ def test_the_detail_page_shows_the_whole_run(viewer, workspace):
     running = JobRunFactory(workspace=workspace, status="running", started_at=timezone.now())
     card = viewer.get(f"/jobs/{running.pk}/", HTTP_HX_TARGET="job-detail", **HX)
     assert card.content.decode().lstrip().startswith('<section class="card" id="job-detail"')
+    assert "HX-Target" in card["Vary"] and "HX-Request" in card["Vary"]
 
 
 def test_system_runs_are_shown_to_every_workspace(viewer, workspace):
