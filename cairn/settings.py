@@ -230,6 +230,20 @@ CAIRN_EMBEDDING_API_KEY = os.environ.get("CAIRN_EMBEDDING_API_KEY", "")
 CAIRN_EMBEDDING_BATCH = envint("CAIRN_EMBEDDING_BATCH", 32)
 CAIRN_EMBEDDING_THREADS = envint("CAIRN_EMBEDDING_THREADS", 2)
 
+# --- review UI (SPEC section 8) -------------------------------------------------
+# Lists are keyset-paginated: a page costs the same at row 10 and row 1,000,000.
+CAIRN_UI_PAGE_SIZE = envint("CAIRN_UI_PAGE_SIZE", 50)
+CAIRN_UI_PAGE_SIZE_MAX = 200
+# Running and queued job rows re-fetch themselves this often (seconds).
+CAIRN_UI_JOB_POLL_S = 2
+# The dashboard's trend charts cover this many days.
+CAIRN_UI_CHART_DAYS = 14
+# Filter suggestions (job kinds, audit actions) come from this many recent rows,
+# so building them never scans a whole table.
+CAIRN_UI_SUGGESTION_SAMPLE = 500
+# The nav's "jobs queued or running" counter looks at this many latest runs.
+CAIRN_UI_ACTIVE_JOB_WINDOW = 1000
+
 # --- knowledge store and recall (SPEC section 3) ------------------------------
 # (constants for the knowledge store go here)
 

@@ -44,3 +44,8 @@ def require_role(role: str):
         return wrapped
 
     return decorator
+
+
+def actor_for(request) -> str:
+    """How the audit log names the person behind a request."""
+    return f"user:{request.user.username}"

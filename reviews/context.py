@@ -1,14 +1,49 @@
+from functools import cached_property
+
+from memory.models import Role
+from memory.selectors.identity import token_active_count
+from memory.selectors.ops import job_run_active_count
 from reviews.access import current_membership
+
+
+class NavCounts:
+    """Counters shown in the nav, each one query, computed only if a template asks.
+
+    The review queues of later issues (staged deltas, quarantine, orphans) add a
+    property here and a badge in base.html's nav partial; actions that change a
+    queue re-render the nav out of band, so the counters stay right without a reload.
+    """
+
+    def __init__(self, workspace):
+        self.workspace = workspace
+
+    @cached_property
+    def active_tokens(self) -> int:
+        return token_active_count(workspace=self.workspace)
+
+    @cached_property
+    def active_jobs(self) -> int:
+        return job_run_active_count(workspace=self.workspace)
+
+
+def _section(request) -> str:
+    """The nav entry to mark current: URL names are ``<section>`` or ``<section>_<verb>``."""
+    match = getattr(request, "resolver_match", None)
+    return (match.url_name or "").split("_")[0] if match else ""
 
 
 def workspace(request):
     membership = current_membership(request)
     if membership is None:
-        return {"membership": None, "workspace": None, "memberships": []}
+        return {"membership": None, "workspace": None, "memberships": [], "nav_section": ""}
     return {
         "membership": membership,
         "workspace": membership.workspace,
         "memberships": request.user.memberships.select_related("workspace").order_by(
             "workspace__name"
         ),
+        "can_review": membership.allows(Role.REVIEWER),
+        "can_admin": membership.allows(Role.ADMIN),
+        "nav_counts": NavCounts(membership.workspace),
+        "nav_section": _section(request),
     }

@@ -13,8 +13,9 @@ def dashboard_counts(*, workspace: Workspace) -> dict:
             workspace=workspace, revoked_at__isnull=True
         ).count(),
         "recent_jobs": list(
+            # Newest by id: the primary key index stops after five rows (see ops.JOB_RUN_ORDER).
             JobRun.objects.filter(Q(workspace=workspace) | Q(workspace__isnull=True)).order_by(
-                "-created_at"
+                "-id"
             )[:5]
         ),
     }

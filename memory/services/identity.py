@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -50,11 +50,58 @@ def workspace_get_or_create(
     return workspace
 
 
+AGENT_NAME_MAX = 128
+
+
+def agent_name_clean(name: str) -> str:
+    """The one rule for agent names: 1-128 visible characters, no spaces (``gaia/chat``)."""
+    name = (name or "").strip()
+    if not name or len(name) > AGENT_NAME_MAX:
+        raise ApplicationError(
+            f"Agent name must be 1-{AGENT_NAME_MAX} characters.", fields={"name": ["invalid"]}
+        )
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        raise ApplicationError(
+            "Agent name cannot contain spaces or control characters; use e.g. gaia/chat.",
+            fields={"name": ["invalid"]},
+        )
+    return name
+
+
+@transaction.atomic
+def agent_create(*, workspace: Workspace, name: str, actor: str, reason: str = "") -> Agent:
+    """Create a new agent; refuses a name already taken in the workspace."""
+    name = agent_name_clean(name)
+    if Agent.objects.filter(workspace=workspace, name=name).exists():
+        raise ApplicationError(
+            f"An agent named {name!r} already exists in this workspace.",
+            code="duplicate",
+            fields={"name": ["duplicate"]},
+        )
+    try:
+        with transaction.atomic():
+            agent = Agent.objects.create(workspace=workspace, name=name)
+    except IntegrityError as exc:  # created concurrently between the check and the insert
+        raise ApplicationError(
+            f"An agent named {name!r} already exists in this workspace.",
+            code="duplicate",
+            fields={"name": ["duplicate"]},
+        ) from exc
+    audit_record(
+        workspace=workspace,
+        actor=actor,
+        action="agent.create",
+        target_type="agent",
+        target_id=agent.pk,
+        reason=reason,
+        details={"agent": name},
+    )
+    return agent
+
+
 @transaction.atomic
 def agent_get_or_create(*, workspace: Workspace, name: str) -> Agent:
-    name = name.strip()
-    if not name or len(name) > 128:
-        raise ApplicationError("Agent name must be 1-128 characters.", fields={"name": ["invalid"]})
+    name = agent_name_clean(name)
     agent, created = Agent.objects.get_or_create(workspace=workspace, name=name)
     if created:
         audit_record(
@@ -69,10 +116,20 @@ def agent_get_or_create(*, workspace: Workspace, name: str) -> Agent:
 
 @transaction.atomic
 def token_issue(
-    *, agent: Agent, scope: str = TokenScope.AGENT, name: str = "", created_by=None
+    *,
+    agent: Agent,
+    scope: str = TokenScope.AGENT,
+    name: str = "",
+    created_by=None,
+    reason: str = "",
 ) -> IssuedToken:
     if scope not in TokenScope.values:
         raise ApplicationError(f"Unknown token scope {scope!r}.", fields={"scope": ["invalid"]})
+    name = (name or "").strip()
+    if len(name) > ApiToken._meta.get_field("name").max_length:
+        raise ApplicationError(
+            "Token name must be at most 100 characters.", fields={"name": ["invalid"]}
+        )
     prefix = secrets.token_hex(4)
     raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     token = ApiToken.objects.create(
@@ -90,6 +147,7 @@ def token_issue(
         action="token.issue",
         target_type="token",
         target_id=token.pk,
+        reason=reason,
         details={"agent": agent.name, "scope": scope, "prefix": prefix},
     )
     return IssuedToken(token=token, raw=raw)

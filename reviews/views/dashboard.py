@@ -4,11 +4,13 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from memory.selectors.dashboard import dashboard_counts
+from memory.selectors.ops import job_runs_per_day
 from memory.services.identity import membership_get
 from reviews.access import SESSION_KEY, current_membership, require_role
+from reviews.charts import Series, bar_chart
 
 
 @login_required
@@ -18,10 +20,28 @@ def home(request):
     return redirect("reviews:dashboard")
 
 
+def job_runs_chart(days: list[dict]):
+    return bar_chart(
+        labels=[f"{d['day']:%b} {d['day'].day}" for d in days],
+        series=[
+            Series("succeeded", [d["succeeded"] for d in days], "ok"),
+            Series("failed", [d["failed"] for d in days], "bad"),
+            Series("other", [d["other"] for d in days], "muted"),
+        ],
+        title=f"Job runs per day, last {len(days)} days",
+        unit="runs",
+        empty_text=f"No job runs in the last {len(days)} days",
+    )
+
+
 @require_role("viewer")
+@require_GET
 def dashboard(request):
+    days = job_runs_per_day(workspace=request.workspace)
     context = {
         "counts": dashboard_counts(workspace=request.workspace),
+        "jobs_chart": job_runs_chart(days),
+        "failed_runs": sum(d["failed"] for d in days),
         "site_url": settings.SITE_URL,
     }
     return render(request, "reviews/dashboard.html", context)

@@ -1,0 +1,201 @@
+"""Screenshots of the review UI into docs/screenshots/ (not part of the test suite).
+
+    .venv/bin/python bench/screenshots.py
+
+Creates a throwaway database (``cairn_screenshots``) next to the configured one,
+seeds a believable workspace, serves the app from a live-server thread and saves
+PNGs with headless Chromium (/usr/bin/chromium). The database is dropped at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings_test")
+# Playwright's sync API runs an event loop in this thread; our ORM calls are synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.staticfiles.handlers import StaticFilesHandler  # noqa: E402
+from django.db import connections  # noqa: E402
+from django.test.testcases import LiveServerThread  # noqa: E402
+from django.test.utils import (  # noqa: E402
+    setup_databases,
+    setup_test_environment,
+    teardown_databases,
+)
+from django.utils import timezone  # noqa: E402
+
+OUT = ROOT / "docs" / "screenshots"
+PASSWORD = "screenshots-only"
+TRACEBACK = """Traceback (most recent call last):
+  File "/app/memory/tasks.py", line 41, in reconcile
+    pairs = reconcile_candidates(workspace=workspace)
+  File "/app/memory/embeddings.py", line 88, in embed
+    raise EmbeddingUnavailable(f"embedder answered {response.status_code}")
+memory.embeddings.EmbeddingUnavailable: embedder answered 503 (retry later)"""
+
+
+def seed():
+    from memory.models import ApiToken, AuditEvent, JobRun
+    from memory.services.audit import audit_record
+    from memory.services.identity import (
+        agent_create,
+        token_issue,
+        token_revoke,
+        user_create,
+        workspace_get_or_create,
+    )
+
+    now = timezone.now()
+    ws = workspace_get_or_create(name="acme", display_name="Acme Robotics")
+    user, _ = user_create(workspace=ws, username="ada", role="admin", password=PASSWORD)
+    actor = "user:ada"
+
+    gaia = agent_create(workspace=ws, name="gaia/chat", actor=actor)
+    laptop = token_issue(agent=gaia, name="laptop", created_by=user).token
+    old = token_issue(agent=gaia, name="old laptop", created_by=user).token
+    token_revoke(token=old, actor=actor, reason="laptop replaced")
+    coder = agent_create(workspace=ws, name="claude-code", actor=actor)
+    ci = token_issue(agent=coder, name="ci", scope="admin", created_by=user).token
+    token_issue(agent=coder, name="workstation", created_by=user)
+    agent_create(workspace=ws, name="nightly-runner", actor=actor)
+    ApiToken.objects.filter(pk=laptop.pk).update(last_used_at=now - timedelta(minutes=3))
+    ApiToken.objects.filter(pk=ci.pk).update(last_used_at=now - timedelta(hours=5))
+    ApiToken.objects.filter(pk=old.pk).update(created_at=now - timedelta(days=40))
+
+    runs = []
+
+    def run(kind, days_ago, status="succeeded", minutes=0, **fields):
+        created = now - timedelta(days=days_ago, minutes=minutes)
+        started = created + timedelta(seconds=2) if status != "queued" else None
+        finished = None
+        if status in ("succeeded", "failed", "skipped"):
+            finished = started + timedelta(seconds=fields.pop("took", 14))
+        runs.append(
+            JobRun(
+                kind=kind,
+                workspace=None if kind == "heartbeat" else ws,
+                status=status,
+                started_at=started,
+                finished_at=finished,
+                **fields,
+            )
+        )
+        runs[-1]._created = created
+
+    for day in range(14):
+        run("decay", day, counts={"decayed": 20 + day * 3 % 17, "archived": day % 4}, took=9)
+        run("reconcile", day, minutes=30, counts={"pairs": 40 + day * 7 % 23, "flagged": day % 3})
+        if day % 3 == 0:
+            run("consolidate", day, minutes=60, counts={"sessions": 4 + day % 5, "notes": 3})
+        for hour in range(day % 4 + 2):
+            run("heartbeat", day, minutes=90 + hour * 60, counts={"ok": 1}, took=1)
+    for day in (2, 6):
+        run("reconcile", day, "failed", minutes=200, error=TRACEBACK, counts={"pairs": 12})
+    run("prune", 9, "skipped", minutes=15, error="Another run of this job held the lock.")
+    run(
+        "embed_backfill",
+        0,
+        "running",
+        minutes=2,
+        progress_done=640,
+        progress_total=1500,
+        counts={"embedded": 640},
+    )
+    run("export", 0, "queued", minutes=0, requested_by="user:ada", params={"format": "jsonl"})
+    created = JobRun.objects.bulk_create(runs)
+    for obj, spec in zip(created, runs, strict=True):
+        JobRun.objects.filter(pk=obj.pk).update(created_at=spec._created)
+
+    for i, (action, who, reason) in enumerate(
+        [
+            ("knowledge.decay", "system:decay", ""),
+            ("knowledge.archive", "system:decay", "idle 90 days"),
+            ("lesson.retire", "system:decay", "confidence below 0.2"),
+            ("knowledge.supersede", "agent:gaia/chat", ""),
+            ("lesson.confirm", "user:ada", "verified on staging"),
+        ]
+    ):
+        audit_record(
+            workspace=ws,
+            actor=who,
+            action=action,
+            target_type=action.split(".")[0],
+            target_id=100 + i,
+            reason=reason,
+            details={"count": 3 + i} if who.startswith("system") else {},
+        )
+    AuditEvent.objects.filter(workspace=ws, action__startswith="knowledge.").update(
+        created_at=now - timedelta(hours=2)
+    )
+    return {"workspace": ws, "ci_token": ci}
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    setup_test_environment()
+    connections["default"].settings_dict.setdefault("TEST", {})["NAME"] = "cairn_screenshots"
+    old_config = setup_databases(verbosity=0, interactive=False)
+    server = LiveServerThread("localhost", static_handler=StaticFilesHandler, port=0)
+    server.daemon = True
+    try:
+        seeded = seed()
+        server.start()
+        server.is_ready.wait()
+        if server.error:
+            raise server.error
+        url = f"http://localhost:{server.port}"
+        OUT.mkdir(parents=True, exist_ok=True)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--no-first-run"],
+            )
+            page = browser.new_page(viewport={"width": 1280, "height": 860})
+            page.goto(f"{url}/login/")
+            page.fill("#id_username", "ada")
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{url}/dashboard/")
+            page.screenshot(path=OUT / "dashboard.png", full_page=True)
+
+            page.goto(f"{url}/agents/")
+            card = page.locator("section.agent", has_text="nightly-runner")
+            card.get_by_label("Token label").fill("cron")
+            card.get_by_role("button", name="Issue token").click()
+            card.locator("input.raw-token").wait_for()
+            page.locator("#toasts .toast-close").first.click()  # keep the form in view
+            ci_row = page.locator(f"#token-{seeded['ci_token'].pk}")
+            ci_row.locator("summary").click()  # the confirm-with-reason form, open
+            ci_row.locator("input[name=reason]").fill("rotating CI secrets")
+            page.screenshot(path=OUT / "agents-tokens.png", full_page=True)
+
+            page.goto(f"{url}/jobs/")
+            page.screenshot(path=OUT / "job-runs.png", full_page=False)
+            failed = page.locator("tr.status-failed a").first.get_attribute("href")
+            page.goto(f"{url}{failed}")
+            page.screenshot(path=OUT / "job-run-failed.png", full_page=True)
+
+            page.goto(f"{url}/audit/")
+            page.screenshot(path=OUT / "audit-log.png", full_page=False)
+            browser.close()
+        for png in sorted(OUT.glob("*.png")):
+            print(png.relative_to(ROOT))
+    finally:
+        server.terminate()
+        teardown_databases(old_config, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()

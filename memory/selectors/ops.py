@@ -1,0 +1,150 @@
+"""Reads for job runs and the audit log, scoped to one workspace.
+
+Job runs with no workspace are system-wide (the heartbeat, cross-workspace
+maintenance); they carry no workspace's data, so every member may see them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
+
+from memory.models import AuditEvent, JobRun, Workspace
+
+ACTIVE_JOB_STATUSES = (JobRun.Status.QUEUED, JobRun.Status.RUNNING)
+
+# Kinds named in SPEC section 7, offered in filters even before they first run.
+KNOWN_JOB_KINDS = (
+    "consolidate",
+    "decay",
+    "embed_backfill",
+    "erasure",
+    "export",
+    "heartbeat",
+    "orphan",
+    "prune",
+    "reconcile",
+)
+
+
+def _job_scope(workspace: Workspace) -> Q:
+    return Q(workspace=workspace) | Q(workspace__isnull=True)
+
+
+# Job runs are listed newest first by id: ids and created_at are both assigned at
+# insert, and walking the primary key backwards stops after one page, while
+# "ORDER BY created_at" with the system-run OR sorts every matching row
+# (measured: 0.03 ms vs 70 ms at 200k runs).
+JOB_RUN_ORDER = ("-id",)
+
+
+def job_run_list(*, workspace: Workspace, kind: str = "", status: str = "") -> QuerySet[JobRun]:
+    qs = JobRun.objects.filter(_job_scope(workspace))
+    if kind:
+        qs = qs.filter(kind=kind)
+    if status:
+        qs = qs.filter(status=status)
+    return qs.order_by(*JOB_RUN_ORDER)
+
+
+def job_run_get(*, workspace: Workspace, pk) -> JobRun | None:
+    return JobRun.objects.filter(_job_scope(workspace), pk=pk).first()
+
+
+def job_run_active_count(*, workspace: Workspace) -> int:
+    """Queued or running runs among the latest ``CAIRN_UI_ACTIVE_JOB_WINDOW`` runs.
+
+    The nav shows this on every page, so it must not scan the whole table (status
+    has no index); a run still "running" thousands of runs later is stuck, and the
+    job list's status filter still finds it.
+    """
+    window = JobRun.objects.order_by("-id").values("id")[: settings.CAIRN_UI_ACTIVE_JOB_WINDOW]
+    return JobRun.objects.filter(
+        _job_scope(workspace), status__in=ACTIVE_JOB_STATUSES, id__in=window
+    ).count()
+
+
+def job_run_kinds(*, workspace: Workspace) -> list[str]:
+    """Kinds to offer as a filter: the spec's plus any seen in recent runs (bounded)."""
+    recent = (
+        JobRun.objects.filter(_job_scope(workspace))
+        .order_by(*JOB_RUN_ORDER)
+        .values_list("kind", flat=True)[: settings.CAIRN_UI_SUGGESTION_SAMPLE]
+    )
+    return sorted(set(KNOWN_JOB_KINDS) | set(recent))
+
+
+def job_runs_per_day(
+    *, workspace: Workspace, days: int | None = None, now: datetime | None = None
+) -> list[dict]:
+    """One row per day (oldest first, empty days included): date, succeeded, failed, other."""
+    days = days or settings.CAIRN_UI_CHART_DAYS
+    today = timezone.localdate(now or timezone.now())
+    first = today - timedelta(days=days - 1)
+    start = timezone.make_aware(datetime.combine(first, datetime.min.time()))
+    # created_at has no index, but ids grow with it: the newest run older than the
+    # window bounds a primary-key range scan, so the cost follows the window, not the table.
+    before_window = JobRun.objects.filter(created_at__lt=start).order_by("-id").values("id")[:1]
+    rows = (
+        JobRun.objects.filter(
+            _job_scope(workspace),
+            created_at__gte=start,
+            id__gt=Coalesce(Subquery(before_window), Value(0)),
+        )
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(
+            total=Count("id"),
+            succeeded=Count("id", filter=Q(status=JobRun.Status.SUCCEEDED)),
+            failed=Count("id", filter=Q(status=JobRun.Status.FAILED)),
+        )
+    )
+    by_day = {row["day"]: row for row in rows}
+    out = []
+    for offset in range(days):
+        day = first + timedelta(days=offset)
+        row = by_day.get(day, {"total": 0, "succeeded": 0, "failed": 0})
+        out.append(
+            {
+                "day": day,
+                "succeeded": row["succeeded"],
+                "failed": row["failed"],
+                "other": row["total"] - row["succeeded"] - row["failed"],
+            }
+        )
+    return out
+
+
+def audit_event_list(
+    *,
+    workspace: Workspace,
+    action: str = "",
+    actor: str = "",
+    target_type: str = "",
+    target_id: str = "",
+) -> QuerySet[AuditEvent]:
+    """Newest first. ``action`` and ``actor`` match as prefixes (``token.``, ``user:``)."""
+    qs = AuditEvent.objects.filter(workspace=workspace)
+    if action:
+        qs = qs.filter(action__startswith=action)
+    if actor:
+        qs = qs.filter(actor__startswith=actor)
+    if target_type:
+        qs = qs.filter(target_type=target_type)
+    if target_id:
+        qs = qs.filter(target_id=target_id)
+    return qs.order_by("-created_at", "-id")
+
+
+def audit_event_actions(*, workspace: Workspace) -> list[str]:
+    """Actions seen in the recent audit log, to suggest in the filter (bounded)."""
+    recent = (
+        AuditEvent.objects.filter(workspace=workspace)
+        .order_by("-created_at")
+        .values_list("action", flat=True)[: settings.CAIRN_UI_SUGGESTION_SAMPLE]
+    )
+    return sorted(set(recent))

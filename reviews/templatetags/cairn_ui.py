@@ -1,0 +1,61 @@
+"""Small display filters for the review templates."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import template
+from django.utils import timezone
+
+register = template.Library()
+
+
+@register.filter
+def percent(fraction) -> int:
+    """0.0-1.0 → 0-100, clamped."""
+    try:
+        return max(0, min(100, round(float(fraction) * 100)))
+    except (TypeError, ValueError):
+        return 0
+
+
+@register.filter
+def error_summary(text) -> str:
+    """The last non-empty line of a traceback is the one that says what went wrong."""
+    lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _human(delta: timedelta) -> str:
+    seconds = max(0, int(delta.total_seconds()))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+@register.filter
+def run_duration(run) -> str:
+    """How long a job ran (or has been running); empty before it starts."""
+    if not getattr(run, "started_at", None):
+        return ""
+    end = run.finished_at or timezone.now()
+    return _human(end - run.started_at)
+
+
+@register.filter
+def ago(moment) -> str:
+    """A short relative time ("just now", "5 min ago", "3 h ago", "4 days ago")."""
+    if not moment:
+        return ""
+    seconds = int((timezone.now() - moment).total_seconds())
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 48 * 3600:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"

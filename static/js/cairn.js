@@ -1,0 +1,122 @@
+// The little htmx cannot do: toasts for failed requests, copy buttons,
+// dismissing toasts, and keyboard shortcuts. No framework, no build step.
+(function () {
+  "use strict";
+
+  const TOAST_MS = 6000;
+
+  function toastsRegion() {
+    return document.getElementById("toasts");
+  }
+
+  function armToasts(root) {
+    (root || document).querySelectorAll(".toast:not([data-armed])").forEach(function (toast) {
+      toast.setAttribute("data-armed", "");
+      // Errors stay until dismissed; the rest fade after a few seconds.
+      if (!toast.classList.contains("error")) {
+        setTimeout(function () { toast.remove(); }, TOAST_MS);
+      }
+    });
+  }
+
+  function showToast(text, level) {
+    const region = toastsRegion();
+    if (!region) return;
+    const toast = document.createElement("div");
+    toast.className = "toast " + (level || "info");
+    toast.setAttribute("role", level === "error" ? "alert" : "status");
+    const span = document.createElement("span");
+    span.textContent = text;
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "toast-close";
+    close.setAttribute("aria-label", "Dismiss");
+    close.textContent = "×";
+    toast.append(span, close);
+    region.append(toast);
+    armToasts(region);
+  }
+
+  const FAILURES = {
+    400: "The server could not read that request.",
+    403: "Your role in this workspace does not allow that.",
+    404: "Not found: it may have been removed, or belong to another workspace.",
+    405: "That action is not allowed here.",
+  };
+
+  document.addEventListener("htmx:responseError", function (event) {
+    const status = event.detail.xhr.status;
+    const message = FAILURES[status] || "Something went wrong (" + status + "). Nothing was changed; try again.";
+    showToast(message, "error");
+  });
+  document.addEventListener("htmx:sendError", function () {
+    showToast("Cannot reach the server. Check your connection and try again.", "error");
+  });
+  document.addEventListener("htmx:afterSettle", function () { armToasts(); });
+  document.addEventListener("htmx:oobAfterSwap", function () { armToasts(); });
+  document.addEventListener("DOMContentLoaded", function () { armToasts(); });
+
+  document.addEventListener("click", function (event) {
+    const close = event.target.closest(".toast-close");
+    if (close) {
+      close.closest(".toast").remove();
+      return;
+    }
+    const copy = event.target.closest("[data-copy]");
+    if (copy) {
+      const source = document.querySelector(copy.getAttribute("data-copy"));
+      if (!source) return;
+      const done = function () {
+        copy.textContent = "Copied";
+        copy.classList.add("copied");
+      };
+      source.select();
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(source.value).then(done, function () {
+          document.execCommand("copy") && done();
+        });
+      } else if (document.execCommand("copy")) {
+        done();
+      }
+    }
+  });
+  document.addEventListener("focusin", function (event) {
+    if (event.target.matches("[data-select-all]")) event.target.select();
+  });
+
+  // Keyboard shortcuts: "?" help, "/" filter, "g" then a letter to go somewhere.
+  let pendingG = false;
+  function typing(target) {
+    return target.closest("input, textarea, select, [contenteditable=true]");
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") {
+      // Escape closes an open confirm-with-reason form and returns focus to its button.
+      const open = document.activeElement && document.activeElement.closest("details.confirm[open]");
+      if (open) {
+        open.open = false;
+        open.querySelector("summary").focus();
+      }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    const help = document.getElementById("shortcuts");
+    if (event.key === "?") {
+      if (help && !help.open) help.showModal();
+      event.preventDefault();
+    } else if (event.key === "/") {
+      const filter = document.querySelector("[data-filter]");
+      if (filter) {
+        filter.focus();
+        event.preventDefault();
+      }
+    } else if (pendingG) {
+      pendingG = false;
+      const link = document.querySelector('#nav a[data-key="' + event.key + '"]');
+      if (link) link.click();
+    } else if (event.key === "g") {
+      pendingG = true;
+      setTimeout(function () { pendingG = false; }, 1200);
+    }
+  });
+})();

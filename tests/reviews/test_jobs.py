@@ -1,0 +1,194 @@
+"""Job runs screen: list with filters, live progress for running jobs, detail."""
+
+import pytest
+from django.utils import timezone
+
+from memory.models import JobRun
+from tests.factories import WorkspaceFactory
+from tests.factories_ui import JobRunFactory
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def viewer(member_client, workspace):
+    return member_client(workspace=workspace, role="viewer")
+
+
+def test_it_lists_runs_as_a_full_page(viewer, workspace):
+    run = JobRunFactory(workspace=workspace, kind="decay", counts={"decayed": 7})
+    response = viewer.get("/jobs/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<html" in html and 'id="rows"' in html
+    assert f'id="job-{run.pk}"' in html
+    assert "decayed <b>7</b>" in html
+    assert 'name="kind"' in html and 'name="status"' in html  # the filters
+    assert "HX-Request" in response["Vary"]
+
+
+def test_it_serves_the_rows_fragment_to_htmx(viewer, workspace):
+    run = JobRunFactory(workspace=workspace)
+    response = viewer.get("/jobs/", **HX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in html and 'name="kind"' not in html
+    assert html.lstrip().startswith('<div id="rows"')
+    assert f'id="job-{run.pk}"' in html
+
+
+def test_a_history_restore_gets_the_whole_page(viewer, workspace):
+    response = viewer.get("/jobs/", HTTP_HX_HISTORY_RESTORE_REQUEST="true", **HX)
+    assert "<html" in response.content.decode()
+
+
+def test_it_filters_by_kind_and_status(viewer, workspace):
+    decay_ok = JobRunFactory(workspace=workspace, kind="decay")
+    decay_failed = JobRunFactory(workspace=workspace, kind="decay", status="failed")
+    reconcile = JobRunFactory(workspace=workspace, kind="reconcile")
+    html = viewer.get("/jobs/?kind=decay", **HX).content.decode()
+    assert f'id="job-{decay_ok.pk}"' in html and f'id="job-{decay_failed.pk}"' in html
+    assert f'id="job-{reconcile.pk}"' not in html
+    html = viewer.get("/jobs/?kind=decay&status=failed", **HX).content.decode()
+    assert f'id="job-{decay_failed.pk}"' in html and f'id="job-{decay_ok.pk}"' not in html
+    # An unknown status is ignored rather than an error.
+    assert viewer.get("/jobs/?status=exploded").status_code == 200
+
+
+def test_the_kind_filter_offers_the_spec_kinds_and_seen_ones(viewer, workspace):
+    JobRunFactory(workspace=workspace, kind="custom_sweep")
+    html = viewer.get("/jobs/").content.decode()
+    for kind in ("decay", "reconcile", "consolidate", "custom_sweep"):
+        assert f'<option value="{kind}"' in html
+
+
+def test_empty_states_say_what_to_do(viewer, workspace):
+    assert "No job has run yet." in viewer.get("/jobs/").content.decode()
+    JobRunFactory(workspace=workspace, kind="decay")
+    filtered = viewer.get("/jobs/?kind=prune", **HX).content.decode()
+    assert "No job runs match these filters." in filtered and "Clear the filters" in filtered
+
+
+def test_running_and_queued_rows_poll_and_finished_rows_do_not(viewer, workspace):
+    running = JobRunFactory(
+        workspace=workspace,
+        status="running",
+        started_at=timezone.now(),
+        progress_done=3,
+        progress_total=10,
+    )
+    queued = JobRunFactory(workspace=workspace, status="queued")
+    done = JobRunFactory(workspace=workspace, status="succeeded")
+    html = viewer.get("/jobs/", **HX).content.decode()
+
+    def row(run):
+        start = html.index(f'<tr id="job-{run.pk}"')
+        return html[start : html.index(">", start)]
+
+    assert f'hx-get="/jobs/{running.pk}/" hx-trigger="every 2s"' in row(running)
+    assert 'hx-trigger="every 2s"' in row(queued)
+    assert "hx-trigger" not in row(done)
+    assert '<progress max="100" value="30"' in html
+    assert "3 / 10" in html
+
+
+def test_the_poller_gets_the_row_and_it_stops_when_the_job_ends(viewer, workspace):
+    run = JobRunFactory(workspace=workspace, status="running", started_at=timezone.now())
+    html = viewer.get(f"/jobs/{run.pk}/", HTTP_HX_TARGET=f"job-{run.pk}", **HX).content.decode()
+    assert html.lstrip().startswith(f'<tr id="job-{run.pk}"') and "every 2s" in html
+    JobRun.objects.filter(pk=run.pk).update(
+        status="failed",
+        finished_at=timezone.now(),
+        error="Traceback ...\nValueError: embedder answered 500",
+    )
+    html = viewer.get(f"/jobs/{run.pk}/", HTTP_HX_TARGET=f"job-{run.pk}", **HX).content.decode()
+    assert "hx-trigger" not in html
+    assert "ValueError: embedder answered 500" in html  # the error's last line, in the row
+
+
+def test_the_detail_page_shows_the_whole_run(viewer, workspace):
+    run = JobRunFactory(
+        workspace=workspace,
+        status="failed",
+        params={"days": 30},
+        error="Traceback (most recent call last):\nValueError: boom",
+    )
+    response = viewer.get(f"/jobs/{run.pk}/")
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" in html
+    assert 'id="job-detail"' in html and "hx-trigger" not in html
+    assert "Traceback (most recent call last):" in html and "&#x27;days&#x27;: 30" in html
+    # Its own poller asks for the detail card, not the row.
+    running = JobRunFactory(workspace=workspace, status="running", started_at=timezone.now())
+    card = viewer.get(f"/jobs/{running.pk}/", HTTP_HX_TARGET="job-detail", **HX)
+    assert card.content.decode().lstrip().startswith('<section class="card" id="job-detail"')
+    assert "HX-Target" in card["Vary"] and "HX-Request" in card["Vary"]
+
+
+def test_system_runs_are_shown_to_every_workspace(viewer, workspace):
+    system = JobRunFactory(workspace=None, kind="heartbeat")
+    html = viewer.get("/jobs/").content.decode()
+    assert f'id="job-{system.pk}"' in html and "badge system" in html
+    assert viewer.get(f"/jobs/{system.pk}/").status_code == 200
+
+
+def test_other_workspaces_runs_are_invisible_and_404(viewer, workspace):
+    theirs = JobRunFactory(workspace=WorkspaceFactory(), kind="export")
+    html = viewer.get("/jobs/").content.decode()
+    assert f'id="job-{theirs.pk}"' not in html
+    assert viewer.get(f"/jobs/{theirs.pk}/").status_code == 404
+    assert viewer.get(f"/jobs/{theirs.pk}/", **HX).status_code == 404
+    assert viewer.get("/jobs/999999/").status_code == 404
+
+
+@pytest.mark.parametrize("role", ["viewer", "reviewer", "admin"])
+def test_every_role_sees_job_runs(member_client, workspace, role):
+    assert member_client(workspace=workspace, role=role).get("/jobs/").status_code == 200
+
+
+def test_the_nav_counts_active_runs(viewer, workspace):
+    JobRunFactory(workspace=workspace, status="running")
+    JobRunFactory(workspace=workspace, status="queued")
+    JobRunFactory(workspace=workspace, status="succeeded")
+    JobRunFactory(workspace=WorkspaceFactory(), status="running")  # not ours
+    html = viewer.get("/dashboard/").content.decode()
+    assert '<span class="count" title="queued or running">2</span>' in html
+
+
+def test_pages_walk_every_run_once(viewer, workspace):
+    runs = [JobRunFactory(workspace=workspace) for _ in range(7)]
+    # Same created_at for all: the id tie-breaker still keeps each on one page.
+    JobRun.objects.filter(workspace=workspace).update(created_at=timezone.now())
+    seen, query = [], "?size=3"
+    for _ in range(5):
+        page = viewer.get(f"/jobs/{query}", **HX).context["page"]
+        seen += [run.pk for run in page]
+        if not page.next_query:
+            break
+        query = page.next_query
+    assert sorted(seen) == sorted(run.pk for run in runs) and len(seen) == 7
+
+
+def test_the_list_query_count_is_pinned(viewer, workspace, django_assert_max_num_queries):
+    JobRun.objects.bulk_create(
+        [JobRun(workspace=workspace, kind="decay", status="succeeded") for _ in range(500)]
+    )
+    viewer.get("/jobs/")
+    # session, user, membership, page, kind suggestions, memberships, nav counter
+    with django_assert_max_num_queries(7):
+        assert viewer.get("/jobs/").status_code == 200
+    with django_assert_max_num_queries(4):
+        assert viewer.get("/jobs/?kind=decay", **HX).status_code == 200
+
+
+def test_the_nav_counter_looks_only_at_recent_runs(viewer, workspace, settings):
+    settings.CAIRN_UI_ACTIVE_JOB_WINDOW = 3
+    stuck = JobRunFactory(workspace=workspace, status="running")
+    for _ in range(3):
+        JobRunFactory(workspace=workspace, status="succeeded")
+    html = viewer.get("/jobs/").content.decode()
+    assert 'title="queued or running"' not in html  # outside the window: no badge
+    # The list's status filter still finds the stuck run.
+    assert f'id="job-{stuck.pk}"' in viewer.get("/jobs/?status=running", **HX).content.decode()
