@@ -40,7 +40,16 @@ class JobRun(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["workspace", "kind", "-created_at"])]
+        indexes = [
+            models.Index(fields=["workspace", "kind", "-created_at"]),
+            models.Index(fields=["workspace", "-created_at"], name="jobrun_ws_recent"),
+            # The nav badge and the job list's status filter look for live runs only.
+            models.Index(
+                fields=["status"],
+                name="jobrun_live",
+                condition=Q(status__in=["queued", "running"]),
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=JobStatus.values), name="jobrun_status_valid"
