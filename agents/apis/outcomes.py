@@ -435,11 +435,12 @@ class ContextApi(APIView):
         operation_id="context_get",
         summary="Plan-time context: lessons, known errors, blockers and the memory block",
         description=(
-            "At most 5 active lessons (this project's and global ones), selected by "
-            "confidence x exp(-idle_days/30) and rendered strongest first, within 300 tokens "
-            "(estimated as ceil(chars/4)). Serving refreshes the lessons' recency, never their "
-            "confidence. `stable` is byte-identical for the same state; `dynamic` carries the "
-            "time (pass `now` to fix it). Blockers (situations) are not built yet: `[]`."
+            "At most 5 active lessons (this project's and global ones), ranked by "
+            "confidence x exp(-days since their last evidence / 30), within 300 tokens "
+            "(estimated as ceil(chars/4)). Serving refreshes the lessons' `last_used_at` and "
+            "`use_count`, never their confidence or rank. `stable` is byte-identical for the "
+            "same state; `dynamic` carries the time (pass `now` to fix it). Blockers "
+            "(situations) are not built yet: always `[]`."
         ),
         parameters=[
             ContextQuerySerializer,

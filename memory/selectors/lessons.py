@@ -1,12 +1,14 @@
 """Reads for outcomes and lessons: lists, history, plan-time context, decision-time check.
 
 Plan-time context (``context_build``) is deterministic: the ``stable`` text is
-the same bytes for the same state. Lessons are *selected* by confidence x
-recency, where recency = exp(-idle_days / 30) and idle days count from the
-lesson's last activity (creation, last use, last evidence), and *rendered*
-strongest first (confidence, then id), so that serving them (which refreshes
-their recency) does not reorder the next answer. At most 5 lessons within 300
-tokens, tokens estimated as ceil(characters / 4).
+the same bytes for the same state. Lessons are ranked by confidence x recency,
+recency = exp(-days since the lesson's last evidence / 30), where the last
+evidence is its creation or its last confidence change other than decay.
+Serving a lesson refreshes ``last_used_at`` (so it does not decay) but is not
+evidence, so it does not lift the lesson's rank: retrieval cannot feed itself.
+Since every score shares the factor exp(-now/30), the order depends on the
+state only, never on the clock. At most 5 lessons within 300 tokens, tokens
+estimated as ceil(characters / 4); a lesson that does not fit is skipped.
 """
 
 from __future__ import annotations
@@ -66,17 +68,19 @@ def _ledger(target_type: str):
 
 
 def with_activity(queryset: QuerySet, *, target_type: str) -> QuerySet:
-    """Annotate ``activity_at`` (creation, last use or last non-decay confidence change,
-    whichever is latest) and ``decayed_since`` (decay the ledger recorded after it)."""
+    """Annotate ``evidence_at`` (creation or last non-decay confidence change),
+    ``activity_at`` (that or the last use, whichever is later) and ``decayed_since``
+    (the decay the ledger recorded after ``activity_at``)."""
     last_change = (
         _ledger(target_type).exclude(cause=ConfidenceCause.DECAY).order_by("-at").values("at")[:1]
     )
     queryset = queryset.annotate(
-        activity_at=Greatest(
+        evidence_at=Greatest(
             F("created_at"),
-            Coalesce(F("last_used_at"), F("created_at")),
             Coalesce(Subquery(last_change, output_field=DateTimeField()), F("created_at")),
         )
+    ).annotate(
+        activity_at=Greatest(F("evidence_at"), Coalesce(F("last_used_at"), F("evidence_at")))
     )
     decayed = (
         _ledger(target_type)
@@ -95,10 +99,10 @@ def idle_days(*, activity_at: datetime, now: datetime) -> float:
     return max(0.0, (now - activity_at).total_seconds() / DAY_S)
 
 
-def recency(*, activity_at: datetime, now: datetime) -> float:
-    return math.exp(
-        -idle_days(activity_at=activity_at, now=now) / settings.CAIRN_LESSON_RECENCY_DAYS
-    )
+def recency(*, evidence_at: datetime, now: datetime) -> float:
+    """exp(-days since the last evidence / 30). Serving is not evidence: it does not count."""
+    days = idle_days(activity_at=evidence_at, now=now)
+    return math.exp(-days / settings.CAIRN_LESSON_RECENCY_DAYS)
 
 
 # --- outcomes and lessons ---------------------------------------------------------------------
@@ -305,7 +309,7 @@ def context_build(
     )
     ranked = sorted(
         (
-            (lesson.confidence * recency(activity_at=lesson.activity_at, now=now), lesson)
+            (lesson.confidence * recency(evidence_at=lesson.evidence_at, now=now), lesson)
             for lesson in candidates
         ),
         key=lambda pair: (-pair[0], -pair[1].confidence, pair[1].pk),
@@ -318,7 +322,6 @@ def context_build(
         lines = [_lesson_line(item) for _, item in chosen] + [_lesson_line(lesson)]
         if estimate_tokens("\n".join([LESSONS_HEADING, *lines])) <= budget:
             chosen.append((score, lesson))
-    chosen.sort(key=lambda pair: (-pair[1].confidence, pair[1].pk))
     lessons_text = (
         "\n".join([LESSONS_HEADING, *(_lesson_line(lesson) for _, lesson in chosen)])
         if chosen

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
@@ -390,20 +390,22 @@ def lesson_learn_mechanical(
 def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:
     """ "Prefer A over B for T" is superseded by a passed outcome that learned the reverse.
 
-    Only project lessons of this project, and never one a person pinned or sealed.
+    Only project lessons of this project. A live one a person pinned or sealed
+    stays; a retired one is linked too, so that the history shows what replaced it.
     """
     inverse = (
-        _current(lesson.workspace)
-        .select_for_update()
+        Lesson.objects.select_for_update()
         .filter(
+            workspace_id=lesson.workspace_id,
+            superseded_by__isnull=True,
             scope=LessonScope.PROJECT,
             project_digest=lesson.project_digest,
             operation_key=lesson.avoid_operation_key,
             avoid_operation_key=lesson.operation_key,
             target=lesson.target,
-            pinned=False,
-            sealed=False,
         )
+        .filter(Q(state=LessonState.RETIRED) | Q(pinned=False, sealed=False))
+        .exclude(pk=lesson.pk)
     )
     for old in inverse:
         old.superseded_by = lesson
