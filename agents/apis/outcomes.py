@@ -117,7 +117,8 @@ class InPlayRefField(serializers.Field):
     """``{"type": "lesson", "id": 12}`` or the shorthand ``"lesson:12"``."""
 
     default_error_messages = {
-        "invalid": 'Use {"type": "lesson|knowledge|error|delta", "id": <int>} or "lesson:12".'
+        "invalid": "Use an object with type (lesson, knowledge, error or delta) and id, "
+        'or the shorthand "lesson:12".'
     }
 
     def to_internal_value(self, data):
@@ -317,7 +318,7 @@ class OutcomeCreateApi(APIView):
         tags=["outcomes"],
     )
     def post(self, request):
-        if request.data.get("incognito") is True:
+        if isinstance(request.data, dict) and request.data.get("incognito") is True:
             return Response({"recorded": False}, status=status.HTTP_202_ACCEPTED)
         serializer = self.OutcomeInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -418,7 +419,14 @@ class ContextApi(APIView):
             r"^[A-Za-z0-9:._-]{1,128}$", required=False, allow_blank=True
         )
         context = serializers.CharField(max_length=200, required=False, allow_blank=True)
-        now = serializers.DateTimeField(required=False)
+        now = serializers.DateTimeField(
+            required=False, help_text="render as of this time (ISO 8601); default: now"
+        )
+
+        def validate_now(self, value):
+            if not 1970 <= value.year <= 9000:
+                raise serializers.ValidationError("Use a time between 1970 and 9000.")
+            return value
 
     class ContextOutputSerializer(serializers.Serializer):
         text = serializers.CharField(help_text="stable + dynamic, ready for the prompt")

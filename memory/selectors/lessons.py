@@ -50,6 +50,7 @@ from memory.models import (
 from memory.selectors.memory_block import memory_block
 
 DAY_S = 86400.0
+BIGINT_MAX = 2**63 - 1
 LESSONS_HEADING = "Lessons (earned from verified outcomes):"
 ERRORS_HEADING = "Known errors for this operation:"
 CHECK_MAX_LESSONS = 10
@@ -130,7 +131,11 @@ def lesson_head(*, lesson: Lesson) -> Lesson:
 
 
 def outcome_get(*, workspace: Workspace, outcome_id: int) -> Outcome:
-    outcome = Outcome.objects.filter(workspace=workspace, pk=outcome_id).first()
+    outcome = (
+        Outcome.objects.filter(workspace=workspace, pk=outcome_id).first()
+        if 0 < outcome_id <= BIGINT_MAX
+        else None
+    )
     if outcome is None:
         raise NotFoundError(f"No outcome {outcome_id} in this workspace.")
     return outcome
@@ -150,6 +155,8 @@ def _with_evidence(queryset: QuerySet) -> QuerySet:
 
 def lesson_get(*, workspace: Workspace, lesson_id: int) -> Lesson:
     """A lesson of this workspace (any state); 404 for another workspace's, as for a missing id."""
+    if not 0 < lesson_id <= BIGINT_MAX:
+        raise NotFoundError(f"No lesson {lesson_id} in this workspace.")
     lesson = _with_evidence(Lesson.objects.filter(workspace=workspace, pk=lesson_id)).first()
     if lesson is None:
         raise NotFoundError(f"No lesson {lesson_id} in this workspace.")

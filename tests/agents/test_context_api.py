@@ -154,3 +154,9 @@ def _path_digest(path):
 def test_it_refuses_bad_parameters(api):
     assert api.get(URL, {"now": "yesterday"}).status_code == 400
     assert api.get(URL, {"machine": "not a digest!"}).status_code == 400
+
+
+def test_it_refuses_a_time_outside_the_calendar_it_can_render(api):
+    response = api.get(URL, {"now": "9999-12-31T23:59:59Z"})
+    assert response.status_code == 400
+    assert "now" in response.json()["error"]["fields"]

@@ -288,3 +288,10 @@ def test_it_counts_audit_events_for_agent_actions(api):
     actions = set(AuditEvent.objects.values_list("action", flat=True))
     assert {"lesson.create", "lesson.retire"} <= actions
     assert Outcome.objects.count() == 0
+
+
+def test_it_answers_404_for_ids_beyond_the_database_range(api):
+    huge = 10**30
+    assert api.get(f"{URL}{huge}/").status_code == 404
+    assert api.post(f"{URL}{huge}/retire/", {}, format="json").status_code == 404
+    assert api.get(f"{URL}{huge}/history/").status_code == 404

@@ -375,3 +375,16 @@ def test_it_learns_nothing_from_a_failed_or_unverified_turn(api):
 def test_it_needs_a_token(client):
     response = client.post(URL, passed_payload(), content_type="application/json")
     assert response.status_code == 401
+
+
+@pytest.mark.parametrize("item", [0, None, False, [1, 2], 1.5])
+def test_it_refuses_an_in_play_entry_of_the_wrong_shape(api, item):
+    response = post(api, passed_payload(in_play=[item]))
+    assert response.status_code == 400
+    assert "in_play.0" in response.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize("body", [[], [None], "outcome", 7])
+def test_it_refuses_a_body_that_is_not_an_object(api, body):
+    response = api.post(URL, body, format="json")
+    assert response.status_code == 400
