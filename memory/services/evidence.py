@@ -66,7 +66,9 @@ def _model_for(target_type: str):
     return Lesson if target_type == TargetType.LESSON else Knowledge
 
 
-@transaction.atomic
+# Inner services join the caller's transaction (no savepoint): nothing between them
+# catches an error and carries on, so a failure rolls the whole write back anyway.
+@transaction.atomic(savepoint=False)
 def confidence_apply(
     *,
     target: Lesson | Knowledge,
@@ -128,6 +130,7 @@ def evidence_is_positive(kind: str, target_type: str) -> bool:
 
 @dataclass
 class EvidenceResult:
+    target: Lesson | Knowledge  # the row as it is now (locked by this transaction)
     target_type: str
     target_id: int
     before: float
@@ -141,7 +144,7 @@ def _lock(target: Lesson | Knowledge) -> Lesson | Knowledge:
     return model.objects.select_for_update().get(pk=target.pk)
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def evidence_apply(
     *,
     target: Lesson | Knowledge,
@@ -173,7 +176,11 @@ def evidence_apply(
         at=now,
     )
     result = EvidenceResult(
-        target_type=target_type, target_id=target.pk, before=before, after=target.confidence
+        target=target,
+        target_type=target_type,
+        target_id=target.pk,
+        before=before,
+        after=target.confidence,
     )
     if kind == EvidenceKind.SELF_REPORT:
         type(target).objects.filter(pk=target.pk).update(

@@ -17,7 +17,7 @@ from collections import defaultdict
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -94,11 +94,19 @@ def _actor(agent: Agent | None) -> str:
 
 
 def lesson_evidence_attach(*, lesson: Lesson, outcome: Outcome, relation: str = _SUPPORTS) -> bool:
-    """Attach an outcome to a lesson row once; True when it was new."""
-    _, created = LessonEvidence.objects.get_or_create(
-        lesson=lesson, outcome=outcome, defaults={"relation": relation}
-    )
-    return created
+    """Attach an outcome to a lesson row once; True when it was new.
+
+    One ``INSERT ... ON CONFLICT DO NOTHING`` on the (lesson, outcome) unique
+    constraint: safe under concurrency without a savepoint.
+    """
+    table = LessonEvidence._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (lesson_id, outcome_id, relation, created_at) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (lesson_id, outcome_id) DO NOTHING RETURNING id",
+            [lesson.pk, outcome.pk, relation, timezone.now()],
+        )
+        return cursor.fetchone() is not None
 
 
 def _evidence_copy(*, source: Lesson, target: Lesson, only_project: str | None = None) -> None:
@@ -282,7 +290,7 @@ def lesson_create(
 # --- attribution from outcomes ----------------------------------------------------------
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def lesson_confirm_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> Lesson | None:
     """A passed outcome supports ``lesson``: +test_passed once per outcome, then promotion.
 
@@ -291,28 +299,26 @@ def lesson_confirm_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> 
     """
     if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_SUPPORTS):
         return None
-    evidence_apply(
+    lesson = evidence_apply(
         target=lesson,
         kind=EvidenceKind.TEST_PASSED,
         evidence_id=f"outcome:{outcome.pk}",
         now=now,
-    )
-    lesson.refresh_from_db()
+    ).target
     return lesson_promote_if_confirmed(lesson=lesson, now=now) or lesson
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def lesson_contradict_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> bool:
     """A failed outcome on the lesson's operation: -0.25 once, and maybe a demotion."""
     if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_CONTRADICTS):
         return False
-    evidence_apply(
+    lesson = evidence_apply(
         target=lesson,
         kind=EvidenceKind.CONTRADICTION,
         evidence_id=f"outcome:{outcome.pk}",
         now=now,
-    )
-    lesson.refresh_from_db()
+    ).target
     lesson_demote_if_foreign(lesson=lesson, outcome=outcome, now=now)
     return True
 
@@ -324,7 +330,7 @@ def mechanical_text(*, failed_op: str, ok_op: str, target: str) -> str:
     return f"Prefer {ok_op} over {failed_op} for {target}."
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def lesson_learn_mechanical(
     *, outcome: Outcome, failed_op: str, ok_op: str, target: str, now=None
 ) -> tuple[Lesson, str] | None:
@@ -436,7 +442,7 @@ def _confirmed_projects(lessons: list[Lesson]) -> set[str]:
     )
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def lesson_promote_if_confirmed(*, lesson: Lesson, now=None) -> Lesson | None:
     """The same lesson confirmed in two distinct projects becomes one global lesson.
 
@@ -449,18 +455,17 @@ def lesson_promote_if_confirmed(*, lesson: Lesson, now=None) -> Lesson | None:
     """
     if lesson.scope != LessonScope.PROJECT or lesson.superseded_by_id is not None:
         return None
-    members = list(
-        Lesson.objects.select_for_update()
-        .filter(
-            workspace_id=lesson.workspace_id,
-            operation_key=lesson.operation_key,
-            normalized_text=lesson.normalized_text,
-            scope=LessonScope.PROJECT,
-            state=LessonState.ACTIVE,
-            superseded_by__isnull=True,
-        )
-        .order_by("id")
+    equivalent = Lesson.objects.filter(
+        workspace_id=lesson.workspace_id,
+        operation_key=lesson.operation_key,
+        normalized_text=lesson.normalized_text,
+        scope=LessonScope.PROJECT,
+        state=LessonState.ACTIVE,
+        superseded_by__isnull=True,
     )
+    if not equivalent.exclude(project_digest=lesson.project_digest).exists():
+        return None  # the common case: no other project says the same thing
+    members = list(equivalent.select_for_update().order_by("id"))
     projects = _confirmed_projects(members)
     if len(projects) < 2:
         return None
@@ -513,10 +518,12 @@ def lesson_promote_if_confirmed(*, lesson: Lesson, now=None) -> Lesson | None:
     return target
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def lesson_demote_if_foreign(*, lesson: Lesson, outcome: Outcome, now=None) -> Lesson | None:
     """A global lesson contradicted from a project that never confirmed it goes back to the
     project that last confirmed it (a new project row inheriting that project's evidence)."""
+    if lesson.scope != LessonScope.GLOBAL:
+        return None
     lesson = Lesson.objects.select_for_update().get(pk=lesson.pk)
     if (
         lesson.scope != LessonScope.GLOBAL
