@@ -9,7 +9,7 @@ import factory
 from memory.models import Knowledge, Lesson, LessonScope, LessonSource, LessonState
 from memory.services.lessons import lesson_text_normalize
 from memory.services.projects import project_digest
-from tests.factories import AgentFactory, WorkspaceFactory
+from tests.factories import WorkspaceFactory
 
 SHOP = "https://github.com/acme/shop.git"
 BLOG = "git@github.com:acme/blog.git"
@@ -127,11 +127,3 @@ class KnowledgeFactory(factory.django.DjangoModelFactory):
     category = "fact"
     context = "global"
     confidence = 0.5
-
-
-__all__ = [
-    "AgentFactory",
-    "KnowledgeFactory",
-    "LessonFactory",
-    "WorkspaceFactory",
-]
