@@ -3,6 +3,7 @@ from functools import cached_property
 from memory.models import Role
 from memory.selectors.identity import token_active_count
 from memory.selectors.ops import job_run_active_count
+from memory.selectors.review_items import review_item_open_count
 from reviews.access import current_membership
 
 
@@ -24,6 +25,10 @@ class NavCounts:
     @cached_property
     def active_jobs(self) -> int:
         return job_run_active_count(workspace=self.workspace)
+
+    @cached_property
+    def open_contradictions(self) -> int:
+        return review_item_open_count(workspace=self.workspace)
 
 
 def _section(request) -> str:

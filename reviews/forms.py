@@ -12,3 +12,32 @@ class ReasonForm(forms.Form):
 
     def first_error(self) -> str:
         return next(iter(e for errors in self.errors.values() for e in errors), "")
+
+
+class LessonEditForm(ReasonForm):
+    """A person's edit: the new wording and operation (the service checks the rules)."""
+
+    text = forms.CharField(
+        max_length=2000,
+        strip=True,
+        error_messages={"required": "A lesson is one imperative sentence; it cannot be blank."},
+    )
+    operation_key = forms.CharField(
+        max_length=200,
+        strip=True,
+        error_messages={"required": "Name the operation the lesson is about."},
+    )
+
+
+def form_errors_from(form: forms.Form, exc) -> None:
+    """Map an ``ApplicationError``'s fields onto the form, once for every UI form.
+
+    A field the form does not have is reported as a form-wide error.
+    """
+    named = False
+    for name in exc.fields or {}:
+        if name in form.fields:
+            form.add_error(name, exc.message)
+            named = True
+    if not named:
+        form.add_error(None, exc.message)

@@ -4,7 +4,7 @@ import pytest
 from django.db import IntegrityError
 
 from cairn.errors import ApplicationError, NotFoundError
-from memory.models import AuditEvent, LessonState, ReviewItem, RetiredBy
+from memory.models import AuditEvent, LessonState, RetiredBy, ReviewItem
 from memory.services.lessons import lesson_edit
 from memory.services.review_items import review_item_open, review_item_resolve
 from tests.factories import WorkspaceFactory
