@@ -41,7 +41,6 @@ def contradictions(request):
         "page": page,
         "status": status,
         "statuses": STATUSES,
-        "resolutions": ReviewResolution.choices,
         "list_url": reverse("reviews:contradictions"),
     }
     return render_page(request, TEMPLATE, context, partial="rows")
@@ -77,9 +76,5 @@ def contradictions_resolve(request, pk: int, resolution: str):
             messages.error(request, error)
         return redirect_back("reviews:contradictions")
     review_item_targets(workspace=request.workspace, items=[item])
-    context = {
-        "item": item,
-        "errors": {resolution: error} if error else {},
-        "resolutions": ReviewResolution.choices,
-    }
+    context = {"item": item, "errors": {resolution: error} if error else {}}
     return render_action(request, f"{TEMPLATE}#item", context, status=422 if error else 200)
