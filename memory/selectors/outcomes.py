@@ -58,12 +58,18 @@ def outcome_detail(*, workspace: Workspace, pk: int) -> Outcome | None:
     return Outcome.objects.filter(workspace=workspace, pk=pk).select_related("agent").first()
 
 
+# An outcome's page lists at most this many lesson rows it is evidence for (a turn is
+# evidence for a handful; a bound keeps a pathological one from drowning the page).
+OUTCOME_LESSONS_SHOWN = 50
+
+
 def outcome_lesson_evidence(*, outcome: Outcome) -> list[LessonEvidence]:
-    """The lesson rows this outcome supports or contradicted, with each lesson."""
+    """The lesson rows this outcome supports or contradicted (newest lessons first, at most
+    ``OUTCOME_LESSONS_SHOWN + 1`` so the page can say there are more)."""
     return list(
         LessonEvidence.objects.filter(outcome=outcome)
         .select_related("lesson")
-        .order_by("lesson_id")
+        .order_by("-lesson_id")[: OUTCOME_LESSONS_SHOWN + 1]
     )
 
 

@@ -40,6 +40,8 @@ from reviews.pagination import paginate
 
 LIST = "reviews/lessons.html"
 DETAIL = "reviews/lesson_detail.html"
+EVIDENCE_SHOWN = 50
+OUTCOME_CHIPS_SHOWN = 20
 FILTERS = {"scope": 8, "project": 64, "state": 8, "op": 200, "q": 200, "sort": 8}
 
 
@@ -112,15 +114,21 @@ def _detail_context(request, lesson: Lesson, **extra) -> dict:
     history = lesson_history(lesson=lesson)
     versions = history["versions"]
     for version in versions:
+        outcomes = version["outcomes"]
+        version["chips"] = outcomes[::-1][:OUTCOME_CHIPS_SHOWN]  # newest first, bounded
+        version["more"] = max(0, len(outcomes) - OUTCOME_CHIPS_SHOWN)
         for change in version["changes"]:
             change["outcome_pk"] = _outcome_pk(change["evidence_id"])
     rows = [v["lesson"] for v in versions]
+    evidence = list(lesson.evidence.all())
     head = next((row for row in rows if row.pk == history["id"]), lesson)
     return {
         "lesson": lesson,
         "head": head,
         "versions": versions,
-        "evidence": list(lesson.evidence.all()),
+        # Newest first and bounded: a global lesson can gather thousands of outcomes.
+        "evidence": evidence[::-1][:EVIDENCE_SHOWN],
+        "evidence_total": len(evidence),
         "labels": project_labels(
             workspace=request.workspace, digests=[row.project_digest for row in rows]
         ),

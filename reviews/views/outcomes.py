@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from memory.selectors.outcomes import (
+    OUTCOME_LESSONS_SHOWN,
     OUTCOME_ORDER,
     outcome_agents,
     outcome_detail,
@@ -85,6 +86,7 @@ def outcomes_detail(request, pk: int):
     if outcome is None:
         raise Http404("No such outcome in this workspace.")
     explanation = outcome_explain(outcome=outcome)
+    evidence = outcome_lesson_evidence(outcome=outcome)
     response = outcome.response or {}
     context = {
         "outcome": outcome,
@@ -96,7 +98,8 @@ def outcomes_detail(request, pk: int):
             [{"type": "lesson", "id": i} for i in response.get("lessons_created", [])]
         ),
         "in_play": _refs(outcome.in_play),
-        "lesson_evidence": outcome_lesson_evidence(outcome=outcome),
+        "lesson_evidence": evidence[:OUTCOME_LESSONS_SHOWN],
+        "more_lessons": len(evidence) > OUTCOME_LESSONS_SHOWN,
         "labels": project_labels(workspace=request.workspace, digests=[outcome.project_digest]),
     }
     return render_page(request, "reviews/outcome_detail.html", context, partial="detail")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory.models import AuditEvent, ConfidenceChange, Lesson, LessonEvidence, LessonState
+from memory.models import AuditEvent, ConfidenceChange, Lesson, LessonEvidence, LessonState, Outcome
 from memory.services.evidence import evidence_apply
 from memory.services.lessons import lesson_edit
 from memory.services.projects import project_label_set
@@ -390,3 +390,22 @@ def test_the_list_stays_bounded_at_10000_lessons(viewer, workspace, django_asser
         with django_assert_max_num_queries(5):
             filtered = viewer.get(f"/lessons/{query}", **HX)
         assert filtered.status_code == 200 and len(filtered.context["page"]) > 0
+
+
+def test_a_lesson_with_many_outcomes_shows_the_newest_few(viewer, workspace):
+    lesson = LessonFactory(workspace=workspace)
+    agent = OutcomeFactory(workspace=workspace).agent
+    outcomes = Outcome.objects.bulk_create(
+        [
+            Outcome(workspace=workspace, agent=agent, outcome_id=f"bulk-{i}", session_id="s",
+                    project_digest=digest(), passed=True)
+            for i in range(120)
+        ]
+    )  # fmt: skip
+    LessonEvidence.objects.bulk_create([LessonEvidence(lesson=lesson, outcome=o) for o in outcomes])
+    html = viewer.get(f"/lessons/{lesson.pk}/").content.decode()
+    assert "(120 outcomes, the newest 50 shown)" in html
+    assert html.count('<span class="badge active">supports</span>') == 50
+    assert f'href="/outcomes/{outcomes[-1].pk}/">#{outcomes[-1].pk}</a>' in html
+    assert f'href="/outcomes/{outcomes[0].pk}/">#{outcomes[0].pk}</a>' not in html
+    assert "and 100 older" in html
