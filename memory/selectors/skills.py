@@ -381,6 +381,14 @@ def delta_reanchor_check(*, delta: SkillDelta, version: SkillVersion) -> dict:
 # --------------------------------------------------------------------------- review surfaces
 
 
+def orphan_notice_get(*, workspace: Workspace, pk) -> OrphanNotice | None:
+    return (
+        OrphanNotice.objects.select_related("skill", "version", "workspace")
+        .filter(workspace=workspace, pk=pk)
+        .first()
+    )
+
+
 def orphan_notice_list(*, workspace: Workspace, unseen_only: bool = True):
     qs = OrphanNotice.objects.filter(workspace=workspace).select_related("skill", "version")
     if unseen_only:
@@ -483,15 +491,15 @@ def delta_review_list(
     *,
     workspace: Workspace,
     status: str,
-    skill: Skill | None = None,
-    agent: Agent | None = None,
+    skill_name: str = "",
+    agent_id: int | None = None,
 ):
     """Deltas in one review queue with what their cards show, in a fixed number of queries."""
     qs = _review_rows(workspace=workspace).filter(status=status)
-    if skill is not None:
-        qs = qs.filter(skill=skill)
-    if agent is not None:
-        qs = qs.filter(agent=agent)
+    if skill_name:
+        qs = qs.filter(skill__name=skill_name)
+    if agent_id is not None:
+        qs = qs.filter(agent_id=agent_id)
     return qs
 
 
