@@ -167,25 +167,25 @@ def bulk_deltas(agent, n: int, *, status: str = "staged", **fields) -> list:
     version = skill.current_version
     section = fields.pop("section", "escalation")
     untrusted = status == "quarantined"
+    defaults = {
+        "workspace": agent.workspace,
+        "agent": agent,
+        "skill": skill,
+        "kind": "preference",
+        "tier": 3,
+        "anchor_section": section,
+        "anchor_digest": version.section(section)["digest"],
+        "anchor_version": version,
+        "provenance": OBSERVED_CONTENT if untrusted else USER_INSTRUCTION,
+        "provenance_source": "observed_content" if untrusted else "user_instruction",
+        "trust": DeltaTrust.UNTRUSTED if untrusted else DeltaTrust.TRUSTED,
+        "scope": f"skill:{skill.name}",
+        "status": status,
+        "tokens": 8,
+        **fields,
+    }
     rows = [
-        SkillDelta(
-            workspace=agent.workspace,
-            agent=agent,
-            skill=skill,
-            kind="preference",
-            tier=3,
-            anchor_section=section,
-            anchor_digest=version.section(section)["digest"],
-            anchor_version=version,
-            payload={"body": f"Learned adjustment number {i}."},
-            provenance=OBSERVED_CONTENT if untrusted else USER_INSTRUCTION,
-            provenance_source="observed_content" if untrusted else "user_instruction",
-            trust=DeltaTrust.UNTRUSTED if untrusted else DeltaTrust.TRUSTED,
-            scope=f"skill:{skill.name}",
-            status=status,
-            tokens=8,
-            **fields,
-        )
+        SkillDelta(payload={"body": f"Learned adjustment number {i}."}, **defaults)
         for i in range(n)
     ]
     return SkillDelta.objects.bulk_create(rows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, F, Prefetch, Q
 from pgvector.django import CosineDistance
 
 from cairn.errors import NotFoundError
@@ -406,42 +406,42 @@ def skill_kpis(*, workspace: Workspace) -> dict:
       evidence bar (must be 0), and active untrusted deltas nobody confirmed (must be 0);
     - orphans pending review and unseen orphan notices.
     """
-    by_tier_status: dict[str, dict[str, int]] = {}
-    rows = (
+    min_samples, threshold = settings.CAIRN_TRUST_MIN_SAMPLES, settings.CAIRN_TRUST_THRESHOLD
+    # One grouped pass over the deltas; the KPIs below are sums over its rows.
+    below_bar = Q(provenance_source=ProvenanceSource.OUTCOME_EVIDENCE) & (
+        Q(approval_samples__isnull=True)
+        | Q(approval_samples__lt=min_samples)
+        | Q(approval_positive__isnull=True)
+        | Q(approval_positive__lt=F("approval_samples") * threshold)
+    )
+    rows = list(
         SkillDelta.objects.filter(workspace=workspace)
         .values("tier", "status")
-        .annotate(n=Count("id"))
+        .annotate(
+            n=Count("id"),
+            hints=Count("id", filter=Q(kind=DeltaKind.TOOL_HINT)),
+            below_bar=Count("id", filter=below_bar),
+            unconfirmed=Count("id", filter=Q(trust="untrusted", approved_by__startswith="system:")),
+        )
         .order_by("tier", "status")
     )
+    by_tier_status: dict[str, dict[str, int]] = {}
     for row in rows:
         by_tier_status.setdefault(str(row["tier"]), {})[row["status"]] = row["n"]
-    live = SkillDelta.objects.filter(workspace=workspace).exclude(status=DeltaStatus.ARCHIVED)
+    live = [row for row in rows if row["status"] != DeltaStatus.ARCHIVED]
+    active = [row for row in rows if row["status"] == DeltaStatus.ACTIVE]
     facts = LearnedFact.objects.filter(workspace=workspace, superseded_by__isnull=True).count()
-    tool_hints = live.filter(kind=DeltaKind.TOOL_HINT).count()
-    total = facts + live.count()
-    min_samples, threshold = settings.CAIRN_TRUST_MIN_SAMPLES, settings.CAIRN_TRUST_THRESHOLD
-    below_threshold = 0
-    for samples, positive in SkillDelta.objects.filter(
-        workspace=workspace,
-        status=DeltaStatus.ACTIVE,
-        provenance_source=ProvenanceSource.OUTCOME_EVIDENCE,
-    ).values_list("approval_samples", "approval_positive"):
-        if not samples or samples < min_samples or positive / samples < threshold:
-            below_threshold += 1
+    tool_hints = sum(row["hints"] for row in live)
+    total = facts + sum(row["n"] for row in live)
     return {
         "deltas_by_tier_status": by_tier_status,
         "facts": facts,
         "tier01_learnings": facts + tool_hints,
         "learnings": total,
         "tier01_share": round((facts + tool_hints) / total, 4) if total else None,
-        "activations_below_threshold": below_threshold,
-        "untrusted_active_unconfirmed": SkillDelta.objects.filter(
-            workspace=workspace,
-            status=DeltaStatus.ACTIVE,
-            trust="untrusted",
-            approved_by__startswith="system:",
-        ).count(),
-        "orphans_pending": live.filter(status=DeltaStatus.ORPHANED).count(),
+        "activations_below_threshold": sum(row["below_bar"] for row in active),
+        "untrusted_active_unconfirmed": sum(row["unconfirmed"] for row in active),
+        "orphans_pending": sum(r["n"] for r in rows if r["status"] == DeltaStatus.ORPHANED),
         "orphan_notices_unseen": OrphanNotice.objects.filter(
             workspace=workspace, seen_at__isnull=True
         ).count(),
@@ -508,7 +508,7 @@ def delta_review_get(*, workspace: Workspace, pk) -> SkillDelta | None:
     return _review_rows(workspace=workspace).filter(pk=pk).first()
 
 
-def delta_previews(*, deltas: list[SkillDelta]) -> dict[int, dict]:
+def delta_previews(*, workspace: Workspace, deltas: list[SkillDelta]) -> dict[int, dict]:
     """What each pending delta would change, for the review cards, in three queries.
 
     For each delta: the effective skill of its agent on the skill's current
@@ -524,13 +524,14 @@ def delta_previews(*, deltas: list[SkillDelta]) -> dict[int, dict]:
     """
     if not deltas:
         return {}
-    workspace_id = deltas[0].workspace_id
+    if any(d.workspace_id != workspace.pk for d in deltas):
+        raise ValueError("delta_previews: every delta must belong to the workspace")
     agent_ids = {d.agent_id for d in deltas}
     skill_ids = {d.skill_id for d in deltas}
     current = {d.skill_id: d.skill.current_version_id for d in deltas}
     active: dict[tuple[int, int], list[SkillDelta]] = {}
     for row in SkillDelta.objects.filter(
-        workspace_id=workspace_id,
+        workspace=workspace,
         status=DeltaStatus.ACTIVE,
         agent_id__in=agent_ids,
         skill_id__in=skill_ids,
@@ -549,7 +550,7 @@ def delta_previews(*, deltas: list[SkillDelta]) -> dict[int, dict]:
     evidence_scopes = [
         d.scope for d in deltas if d.provenance_source == ProvenanceSource.OUTCOME_EVIDENCE
     ]
-    ledger = trust_progress_many(workspace=deltas[0].workspace, scopes=evidence_scopes)
+    ledger = trust_progress_many(workspace=workspace, scopes=evidence_scopes)
 
     previews: dict[int, dict] = {}
     for delta in deltas:
@@ -598,7 +599,22 @@ def skill_review_list(*, workspace: Workspace):
 
 
 def skill_review_get(*, workspace: Workspace, name: str) -> Skill | None:
-    return skill_review_list(workspace=workspace).filter(name=name).first()
+    """One skill with its delta counts and its whole current version (text included)."""
+    counts = {
+        f"n_{status}": Count("deltas", filter=Q(deltas__status=status))
+        for status in DeltaStatus.values
+    }
+    return (
+        Skill.objects.filter(workspace=workspace, name=name)
+        .select_related("current_version")
+        .annotate(**counts)
+        .first()
+    )
+
+
+def skill_agent_get(*, workspace: Workspace, pk: int) -> Agent | None:
+    """An agent of ``workspace`` (with its workspace loaded) whose effective skill to show."""
+    return Agent.objects.select_related("workspace").filter(workspace=workspace, pk=pk).first()
 
 
 def skill_version_list(*, skill: Skill, limit: int) -> tuple[list[SkillVersion], int]:

@@ -56,9 +56,9 @@ NOTICES_SHOWN = 10
 # --------------------------------------------------------------------------- reading
 
 
-def with_previews(deltas: list) -> list:
+def with_previews(workspace, deltas: list) -> list:
     """Attach to each delta its preview (see ``delta_previews``) and the diff it makes."""
-    previews = delta_previews(deltas=list(deltas))
+    previews = delta_previews(workspace=workspace, deltas=list(deltas))
     for delta in deltas:
         delta.preview = previews[delta.pk]
         delta.diff = unified_diff(
@@ -84,7 +84,7 @@ def _queue_context(request, *, status: str, url_name: str, ordering) -> dict:
         agent_id=filters["agent"],
     )
     page = paginate(request, queryset, ordering=ordering)
-    with_previews(page.items)
+    with_previews(request.workspace, page.items)
     return {
         "page": page,
         "filter_skill": filters["skill"],
@@ -99,7 +99,7 @@ def _card_context(request, pk: int) -> dict:
     delta = delta_review_get(workspace=request.workspace, pk=pk)
     if delta is None:
         raise Http404("No such delta in this workspace.")
-    with_previews([delta])
+    with_previews(request.workspace, [delta])
     return {"delta": delta}
 
 

@@ -12,7 +12,6 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from memory.selectors.identity import agent_get
 from memory.selectors.skills import (
     FACT_ORDER,
     SKILL_ORDER,
@@ -21,6 +20,7 @@ from memory.selectors.skills import (
     fact_consumers,
     fact_namespace_list,
     fact_review_list,
+    skill_agent_get,
     skill_agent_list,
     skill_review_get,
     skill_review_list,
@@ -57,7 +57,7 @@ def _pick_agent(request, agents: list[dict]):
         chosen = max(agents, key=lambda a: (a["active"], -a["id"]))["id"]
     else:
         return None
-    return agent_get(workspace=request.workspace, pk=chosen)
+    return skill_agent_get(workspace=request.workspace, pk=chosen)
 
 
 def _sections(current, previous) -> list[dict]:
