@@ -41,5 +41,7 @@ urlpatterns = [
     ),
     path("skills/", skills.skills, name="skills"),
     path("skills/<str:name>/", skills.skills_detail, name="skills_detail"),
+    path("skills/<str:name>/deltas/<int:pk>/revert/", skills.skills_revert, name="skills_revert"),
+    path("skills/<str:name>/reset/", skills.skills_reset, name="skills_reset"),
     path("facts/", skills.skills_facts, name="skills_facts"),
 ]

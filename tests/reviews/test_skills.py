@@ -294,3 +294,89 @@ def test_the_facts_query_count_is_pinned(
     with django_assert_max_num_queries(9):
         response = client.get("/facts/")
     assert len(response.context["page"]) == 50
+
+
+# --- revert and reset -------------------------------------------------------------------------
+
+
+def test_a_reviewer_reverts_one_active_delta_from_the_skill_page(member_client, agent, workspace):
+    from memory.models import AuditEvent, SkillDelta
+
+    kept = _approve(propose(agent, "Keep this one.", section="drafting-replies"), workspace)
+    gone = _approve(propose(agent, "Revert this one."), workspace)
+    client = member_client(workspace=workspace, role="reviewer")
+    page = client.get(f"/skills/triage-inbox/?agent={agent.pk}").content.decode()
+    assert f'action="/skills/triage-inbox/deltas/{gone.pk}/revert/?view=with"' in page
+    response = client.post(
+        f"/skills/triage-inbox/deltas/{gone.pk}/revert/?view=with", {"reason": "worse"}, **HX
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section class="card preview" id="preview"')
+    assert "Revert this one." not in html and "Keep this one." in html
+    assert f'id="applied-{gone.pk}"' not in html and f'id="applied-{kept.pk}"' in html
+    assert "reverted" in html  # the toast
+    assert SkillDelta.objects.get(pk=gone.pk).status == "archived"
+    assert AuditEvent.objects.get(action="delta.revert", target_id=str(gone.pk)).reason == "worse"
+
+
+def test_reverting_needs_a_reason_and_without_htmx_redirects(member_client, agent, workspace):
+    from memory.models import SkillDelta
+
+    delta = _approve(propose(agent), workspace)
+    client = member_client(workspace=workspace, role="reviewer")
+    url = f"/skills/triage-inbox/deltas/{delta.pk}/revert/?view=diff"
+    response = client.post(url, {"reason": ""}, **HX)
+    assert response.status_code == 422 and "Say why" in response.content.decode()
+    assert SkillDelta.objects.get(pk=delta.pk).status == "active"
+    response = client.post(url, {"reason": "no longer true"})
+    assert response.status_code == 303
+    assert response["Location"] == f"/skills/triage-inbox/?agent={agent.pk}&view=diff"
+    assert SkillDelta.objects.get(pk=delta.pk).status == "archived"
+
+
+def test_a_reviewer_resets_an_agent_to_the_authored_skill(member_client, agent, workspace):
+    from memory.models import SkillDelta
+
+    other = learning_agent(workspace, name="claude-code", register=False)
+    _approve(propose(agent, "Mine."), workspace)
+    propose(agent, "Pending.", section="drafting-replies")
+    theirs = _approve(propose(other, "Theirs."), workspace)
+    client = member_client(workspace=workspace, role="reviewer")
+    response = client.post(
+        f"/skills/triage-inbox/reset/?agent={agent.pk}&view=with", {"reason": "start over"}, **HX
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "2 learned deltas of gaia/chat on triage-inbox archived" in html
+    assert "Learned adjustments" not in html.split('<pre class="skill-text"')[1]
+    assert set(SkillDelta.objects.filter(agent=agent).values_list("status", flat=True)) == {
+        "archived"
+    }
+    assert SkillDelta.objects.get(pk=theirs.pk).status == "active"
+
+
+def test_viewers_cannot_revert_or_reset_and_see_no_buttons(viewer, agent, workspace):
+    from memory.models import SkillDelta
+
+    delta = _approve(propose(agent), workspace)
+    page = viewer.get(f"/skills/triage-inbox/?agent={agent.pk}").content.decode()
+    assert "/revert/" not in page and "/reset/" not in page
+    url = f"/skills/triage-inbox/deltas/{delta.pk}/revert/"
+    assert viewer.post(url, {"reason": "x"}, **HX).status_code == 403
+    url = f"/skills/triage-inbox/reset/?agent={agent.pk}"
+    assert viewer.post(url, {"reason": "x"}, **HX).status_code == 403
+    assert SkillDelta.objects.get(pk=delta.pk).status == "active"
+
+
+def test_revert_and_reset_are_scoped_to_the_workspace(member_client, agent, workspace):
+    from memory.models import SkillDelta
+
+    other = learning_agent(WorkspaceFactory())
+    theirs = _approve(propose(other), other.workspace)
+    client = member_client(workspace=workspace, role="admin")
+    url = f"/skills/triage-inbox/deltas/{theirs.pk}/revert/"
+    assert client.post(url, {"reason": "x"}, **HX).status_code == 404
+    url = f"/skills/triage-inbox/reset/?agent={other.pk}"
+    assert client.post(url, {"reason": "x"}, **HX).status_code == 404
+    assert SkillDelta.objects.get(pk=theirs.pk).status == "active"
