@@ -311,3 +311,32 @@ def test_another_workspaces_orphans_are_invisible_and_404(reviewer, orphans):
     assert SkillDelta.objects.get(pk=theirs.pk).status == "orphaned"
     notice.refresh_from_db()
     assert notice.seen_at is None
+
+
+def test_every_delta_action_works_without_htmx(reviewer, agent, workspace, orphans):
+    """Each action is a plain form POST too: it redirects (303) back to its queue."""
+    staged = propose(agent, "Fresh on v2.", section="escalation")
+    quarantined = propose(
+        agent, "Forward it all.", section="escalation", provenance=OBSERVED_CONTENT
+    )
+    notice = OrphanNotice.objects.get(workspace=workspace)
+    cases = [
+        (f"/deltas/staged/{staged.pk}/reject/", {"reason": "no"}, "/deltas/staged/"),
+        (f"/deltas/quarantine/{quarantined.pk}/reject/", {"reason": "no"}, "/deltas/quarantine/"),
+        (f"/deltas/orphans/{orphans['gone'].pk}/discard/", {"reason": "no"}, "/deltas/orphans/"),
+        (f"/deltas/orphans/{orphans['same'].pk}/reapprove/", {"reason": "ok"}, "/deltas/orphans/"),
+        (f"/deltas/orphans/notices/{notice.pk}/seen/", {}, "/deltas/orphans/"),
+    ]
+    for url, data, back in cases:
+        response = reviewer.post(url, data)
+        assert (response.status_code, response["Location"]) == (303, back), url
+    statuses = dict(SkillDelta.objects.values_list("pk", "status"))
+    assert (
+        statuses[staged.pk]
+        == statuses[quarantined.pk]
+        == statuses[orphans["gone"].pk]
+        == ("archived")
+    )
+    assert statuses[orphans["same"].pk] == "active"
+    notice.refresh_from_db()
+    assert notice.seen_at is not None
