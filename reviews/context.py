@@ -4,6 +4,7 @@ from memory.models import Role
 from memory.selectors.identity import token_active_count
 from memory.selectors.ops import job_run_active_count
 from memory.selectors.review_items import review_item_open_count
+from memory.selectors.skills import delta_queue_counts
 from reviews.access import current_membership
 
 
@@ -29,6 +30,23 @@ class NavCounts:
     @cached_property
     def open_contradictions(self) -> int:
         return review_item_open_count(workspace=self.workspace)
+
+    # The three delta queues share one grouped count.
+    @cached_property
+    def _delta_queues(self) -> dict[str, int]:
+        return delta_queue_counts(workspace=self.workspace)
+
+    @property
+    def staged_deltas(self) -> int:
+        return self._delta_queues["staged"]
+
+    @property
+    def quarantined_deltas(self) -> int:
+        return self._delta_queues["quarantined"]
+
+    @property
+    def orphaned_deltas(self) -> int:
+        return self._delta_queues["orphaned"]
 
 
 def _section(request) -> str:

@@ -41,3 +41,15 @@ def form_errors_from(form: forms.Form, exc) -> None:
             named = True
     if not named:
         form.add_error(None, exc.message)
+
+
+class ConfirmUntrustedForm(ReasonForm):
+    """Confirming a quarantined delta: a reason and an explicit "I have read it"."""
+
+    acknowledge = forms.BooleanField(
+        error_messages={
+            "required": "Tick “I have read this content and confirm it is safe” to confirm it."
+        },
+    )
+
+    field_order = ["acknowledge", "reason"]

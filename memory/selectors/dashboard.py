@@ -12,7 +12,6 @@ from memory.models import (
     Agent,
     ApiToken,
     AuditEvent,
-    DeltaStatus,
     JobRun,
     Knowledge,
     KnowledgeStatus,
@@ -40,15 +39,6 @@ def dashboard_counts(*, workspace: Workspace) -> dict:
 
 
 # --- "what needs me, and is memory healthy?" ------------------------------------------------
-
-
-def delta_queue_counts(*, workspace: Workspace) -> dict:
-    """Skill deltas waiting for a person, by status (one query)."""
-    return SkillDelta.objects.filter(workspace=workspace).aggregate(
-        staged=Count("id", filter=Q(status=DeltaStatus.STAGED)),
-        quarantined=Count("id", filter=Q(status=DeltaStatus.QUARANTINED)),
-        orphaned=Count("id", filter=Q(status=DeltaStatus.ORPHANED)),
-    )
 
 
 def _window_start(*, days: int, now: datetime | None) -> tuple[date, datetime]:

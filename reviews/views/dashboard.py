@@ -9,12 +9,12 @@ from django.views.decorators.http import require_GET, require_POST
 from memory.selectors.dashboard import (
     confidence_histograms,
     dashboard_counts,
-    delta_queue_counts,
     lesson_health_counts,
     lessons_per_day,
     review_latency,
 )
 from memory.selectors.ops import job_runs_per_day
+from memory.selectors.skills import orphan_notice_list, skill_kpis
 from memory.services.identity import membership_get
 from reviews.access import SESSION_KEY, current_membership, require_role
 from reviews.charts import Series, bar_chart, line_chart
@@ -38,6 +38,30 @@ def job_runs_chart(days: list[dict]):
         title=f"Job runs per day, last {len(days)} days",
         unit="runs",
         empty_text=f"No job runs in the last {len(days)} days",
+    )
+
+
+DELTA_CHART_STATUSES = ("staged", "quarantined", "orphaned", "active", "archived")
+DELTA_CHART_TIERS = (("1", "tier 1 · tool-hints", "warn"), ("3", "tier 3 · prose", "accent"))
+
+
+def deltas_chart(by_tier_status: dict):
+    """Learned deltas per status (one column each), stacked by tier."""
+    return bar_chart(
+        labels=list(DELTA_CHART_STATUSES),
+        series=[
+            Series(
+                label,
+                [by_tier_status.get(tier, {}).get(status, 0) for status in DELTA_CHART_STATUSES],
+                tone,
+            )
+            for tier, label, tone in DELTA_CHART_TIERS
+        ],
+        title="Learned deltas by status and tier",
+        unit="deltas",
+        width=560,
+        height=200,
+        empty_text="No learned deltas yet",
     )
 
 
@@ -71,13 +95,20 @@ def histogram_chart(counts: list[int], *, title: str, what: str, tone: str):
 @require_role("viewer")
 @require_GET
 def dashboard(request):
+    """What needs a person (the queues), and whether memory is healthy (trends)."""
     workspace = request.workspace
     days = job_runs_per_day(workspace=workspace)
+    kpis = skill_kpis(workspace=workspace)
     trend = lessons_per_day(workspace=workspace)
     histograms = confidence_histograms(workspace=workspace)
     context = {
         "counts": dashboard_counts(workspace=workspace),
-        "queues": delta_queue_counts(workspace=workspace),
+        "jobs_chart": job_runs_chart(days),
+        "failed_runs": sum(d["failed"] for d in days),
+        "site_url": settings.SITE_URL,
+        "kpis": kpis,
+        "deltas_chart": deltas_chart(kpis["deltas_by_tier_status"]),
+        "notices": orphan_notice_list(workspace=workspace)[:3],
         "health": lesson_health_counts(workspace=workspace),
         "latency": review_latency(workspace=workspace),
         "learned": sum(d["learned"] for d in trend),
@@ -96,9 +127,6 @@ def dashboard(request):
             what="items",
             tone="ok",
         ),
-        "jobs_chart": job_runs_chart(days),
-        "failed_runs": sum(d["failed"] for d in days),
-        "site_url": settings.SITE_URL,
     }
     return render(request, "reviews/dashboard.html", context)
 

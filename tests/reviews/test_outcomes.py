@@ -166,8 +166,8 @@ def test_the_list_stays_bounded_at_10000_outcomes(viewer, workspace, django_asse
     )
     viewer.get("/outcomes/")
     # session, user, membership, page (agents joined), its project labels, nav counters
-    # (contradictions, jobs), memberships, the filter's agents, projects and their labels
-    with django_assert_max_num_queries(11):
+    # (3), memberships, the filter's agents, projects and their labels
+    with django_assert_max_num_queries(12):
         response = viewer.get("/outcomes/")
     page = response.context["page"]
     assert len(page) == 50 and page.next_query
