@@ -226,7 +226,41 @@ CAIRN_EMBEDDING_BATCH = envint("CAIRN_EMBEDDING_BATCH", 32)
 CAIRN_EMBEDDING_THREADS = envint("CAIRN_EMBEDDING_THREADS", 2)
 
 # --- knowledge store and recall (SPEC section 3) ------------------------------
-# (constants for the knowledge store go here)
+# Hybrid recall: reciprocal-rank fusion of the vector and full-text candidate lists,
+# w_vec/(K+rank_vec) + w_text/(K+rank_text); weights chosen on LoCoMo (bench/README.md).
+CAIRN_RECALL_VECTOR_WEIGHT = envfloat("CAIRN_RECALL_VECTOR_WEIGHT", 0.6)
+CAIRN_RECALL_TEXT_WEIGHT = envfloat("CAIRN_RECALL_TEXT_WEIGHT", 0.4)
+CAIRN_RECALL_RRF_K = envint("CAIRN_RECALL_RRF_K", 60)
+# Full-text side: "and" = websearch_to_tsquery as typed (every word must match);
+# "or" = any of the query's lexemes, ranked by ts_rank_cd (chosen on LoCoMo).
+CAIRN_RECALL_TEXT_MODE = envstr("CAIRN_RECALL_TEXT_MODE", "and")
+# Strength is a tiebreaker only: score = relevance + 0.05 × confidence.
+CAIRN_RECALL_CONFIDENCE_WEIGHT = envfloat("CAIRN_RECALL_CONFIDENCE_WEIGHT", 0.05)
+# Adaptive top_k by query complexity (memory/selectors/knowledge.py: recall_default_top_k).
+CAIRN_RECALL_TOP_K_SIMPLE = 3
+CAIRN_RECALL_TOP_K_DEFAULT = 5
+CAIRN_RECALL_TOP_K_COMPLEX = 10
+CAIRN_RECALL_TOP_K_MAX = 50
+# Each candidate list holds max(top_k × factor, minimum) rows before fusion.
+CAIRN_RECALL_CANDIDATE_FACTOR = 4
+CAIRN_RECALL_CANDIDATE_MIN = 20
+# HNSW search breadth (raised to the candidate count when that is larger) and
+# pgvector 0.8 iterative scans, so tight filters do not starve the vector list.
+CAIRN_RECALL_EF_SEARCH = envint("CAIRN_RECALL_EF_SEARCH", 100)
+CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_order")
+CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
+# Dedup: Szymkiewicz–Simpson word overlap above this updates the existing item.
+CAIRN_DEDUP_OVERLAP = 0.8
+# Dedup looks only at this many candidates from each index (full-text, vector).
+CAIRN_DEDUP_CANDIDATES = 20
+# Lists, batches and conversation search.
+CAIRN_LIST_PAGE_SIZE = 50
+CAIRN_LIST_PAGE_SIZE_MAX = 200
+CAIRN_REMEMBER_BATCH_MAX = 100
+CAIRN_TOOL_CALL_BATCH_MAX = 200
+CAIRN_TOOL_CALL_ERROR_MAX_CHARS = 2000
+CAIRN_TOOL_STATS_RECENT_ERRORS = 10
+CAIRN_METADATA_MAX_BYTES = 8192
 
 
 # --- outcomes, evidence, lessons, decay (SPEC sections 4 and 7) ---------------
