@@ -57,14 +57,14 @@ class TextField(serializers.CharField):
 class StrictSerializer(serializers.Serializer):
     """Unknown keys are an error, not silently ignored (a typo should not lose data)."""
 
-    def validate(self, attrs):
-        if isinstance(self.initial_data, dict):
-            unknown = sorted(set(self.initial_data) - set(self.fields))
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError(
                     {name: ["Unknown field."] for name in unknown}, code="unknown_field"
                 )
-        return attrs
+        return super().to_internal_value(data)
 
 
 class EmbeddingField(serializers.ListField):
@@ -118,6 +118,18 @@ def _errors(*codes: int, **described: str) -> dict:
     }
     texts.update({int(k[1:]): v for k, v in described.items()})
     return {code: OpenApiResponse(ErrorSerializer, description=texts[code]) for code in codes}
+
+
+def _validated_list(serializer_class, items: list, name: str) -> list[dict]:
+    """Validate list elements one by one so errors read ``calls[2].ok``, not ``calls.2.ok``."""
+    validated, errors = [], []
+    for raw in items:
+        element = serializer_class(data=raw)
+        errors.append({} if element.is_valid() else element.errors)
+        validated.append(element.validated_data if not errors[-1] else None)
+    if any(errors):
+        raise serializers.ValidationError({name: errors})
+    return validated
 
 
 def _workspace(request):
@@ -348,6 +360,16 @@ class RememberBatchIn(StrictSerializer):
         child=serializers.DictField(),
         min_length=1,
         max_length=settings.CAIRN_REMEMBER_BATCH_MAX,
+    )
+
+
+class RememberBatchDoc(StrictSerializer):
+    """The documented shape; elements are validated one by one with RememberIn."""
+
+    items = RememberIn(
+        many=True,
+        allow_empty=False,
+        max_length=settings.CAIRN_REMEMBER_BATCH_MAX,
         help_text=f"1–{settings.CAIRN_REMEMBER_BATCH_MAX} items, each shaped like the body "
         "of POST /api/v1/knowledge/.",
     )
@@ -360,7 +382,7 @@ class KnowledgeBatchApi(APIView):
         description="Each item is validated, deduplicated and stored like a single remember; "
         "the batch is embedded in one call. Any refusal names the item "
         "(`items[3].content`) and stores nothing.",
-        request=RememberBatchIn,
+        request=RememberBatchDoc,
         responses={
             201: inline_serializer(
                 "RememberBatchOut",
@@ -397,14 +419,7 @@ class KnowledgeBatchApi(APIView):
     def post(self, request):
         data = RememberBatchIn(data=request.data)
         data.is_valid(raise_exception=True)
-        items, errors = [], []
-        for raw in data.validated_data["items"]:
-            item = RememberIn(data=raw)
-            errors.append({} if item.is_valid() else item.errors)
-            items.append(item.validated_data if not errors[-1] else None)
-        if any(errors):
-            # Flattened by the error handler to "items[3].content".
-            raise serializers.ValidationError({"items": errors})
+        items = _validated_list(RememberIn, data.validated_data["items"], "items")
         results = knowledge_remember_many(
             workspace=_workspace(request), actor=_actor(request), items=items
         )
@@ -578,7 +593,10 @@ class RecallHitOut(serializers.Serializer):
     text_rank = serializers.IntegerField(
         allow_null=True, help_text="Rank in the full-text candidate list (1 = best)."
     )
-    relevance = serializers.FloatField(help_text="w_vec/(60+vector_rank) + w_text/(60+text_rank)")
+    relevance = serializers.FloatField(
+        help_text="Reciprocal-rank fusion w_vec/(60+vector_rank) + w_text/(60+text_rank), "
+        "scaled so that rank 1 in both lists is 1.0."
+    )
     score = serializers.FloatField(help_text="relevance + 0.05 × confidence")
 
 
@@ -813,6 +831,14 @@ class ToolCallIn(StrictSerializer):
 
 
 class ToolCallsIn(StrictSerializer):
+    calls = serializers.ListField(
+        child=serializers.DictField(), min_length=1, max_length=settings.CAIRN_TOOL_CALL_BATCH_MAX
+    )
+
+
+class ToolCallsDoc(StrictSerializer):
+    """The documented shape; elements are validated one by one with ToolCallIn."""
+
     calls = ToolCallIn(many=True, allow_empty=False, max_length=settings.CAIRN_TOOL_CALL_BATCH_MAX)
 
 
@@ -826,7 +852,7 @@ class ToolCallsApi(APIView):
             "archives it. Calls marked incognito are not recorded; when nothing was recorded "
             "the answer is 202 with `recorded: false`."
         ),
-        request=ToolCallsIn,
+        request=ToolCallsDoc,
         responses={
             201: inline_serializer(
                 "ToolCallsOut",
@@ -873,9 +899,8 @@ class ToolCallsApi(APIView):
     def post(self, request):
         data = ToolCallsIn(data=request.data)
         data.is_valid(raise_exception=True)
-        result = tool_calls_log(
-            workspace=_workspace(request), agent=request.user, calls=data.validated_data["calls"]
-        )
+        calls = _validated_list(ToolCallIn, data.validated_data["calls"], "calls")
+        result = tool_calls_log(workspace=_workspace(request), agent=request.user, calls=calls)
         body = {
             "recorded": result.recorded > 0,
             "count": result.recorded,

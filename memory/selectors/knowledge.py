@@ -11,7 +11,12 @@ search parameters to the transaction):
 2. ``txt``: full-text matches ``search_vector @@ tsquery`` ranked by ``ts_rank_cd``,
    answered by the GIN index.
 3. Reciprocal-rank fusion ``w_vec/(K+rank_vec) + w_text/(K+rank_text)`` over the
-   union, plus ``0.05 × confidence`` (strength is a tiebreaker, never the driver).
+   union. ``relevance`` is that sum scaled by ``(K+1)/(w_vec+w_text)``, so rank 1 in
+   both lists is 1.0 (a constant factor: the order by relevance is the spec's).
+   ``score = relevance + 0.05 × confidence``. Unscaled, RRF sums never exceed
+   1/61 ≈ 0.016 and 0.05 × confidence would outweigh relevance; scaled, strength
+   can only reorder items whose relevance is within 0.05 of each other, which is
+   what "strength is a tiebreaker only" asks for.
 
 Both lists see the same filters: workspace, active and not superseded, context
 (plus ``global``), category, entity, created_at range, sensitive only on request.
@@ -310,8 +315,8 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
     txt AS MATERIALIZED ({txt}),
     fused AS (
         SELECT c.id, vec.rank AS vector_rank, txt.rank AS text_rank,
-               coalesce(%(w_vec)s / (%(rrf_k)s + vec.rank), 0)
-             + coalesce(%(w_text)s / (%(rrf_k)s + txt.rank), 0) AS relevance
+               (coalesce(%(w_vec)s / (%(rrf_k)s + vec.rank), 0)
+              + coalesce(%(w_text)s / (%(rrf_k)s + txt.rank), 0)) * %(rrf_norm)s AS relevance
         FROM (SELECT id FROM vec UNION SELECT id FROM txt) c
         LEFT JOIN vec ON vec.id = c.id
         LEFT JOIN txt ON txt.id = c.id
@@ -350,6 +355,7 @@ def knowledge_search(
     """Hybrid recall (see the module docstring). Reads only: it does not touch use counts."""
     w_vec = settings.CAIRN_RECALL_VECTOR_WEIGHT if vector_weight is None else vector_weight
     w_text = settings.CAIRN_RECALL_TEXT_WEIGHT if text_weight is None else text_weight
+    rrf_k = int(settings.CAIRN_RECALL_RRF_K if rrf_k is None else rrf_k)
     n = candidates or candidate_count(top_k)
     where, params = recall_filters_sql(
         workspace_id=workspace.pk,
@@ -375,7 +381,8 @@ def knowledge_search(
             "n": n,
             "w_vec": float(w_vec),
             "w_text": float(w_text),
-            "rrf_k": int(settings.CAIRN_RECALL_RRF_K if rrf_k is None else rrf_k),
+            "rrf_k": rrf_k,
+            "rrf_norm": (rrf_k + 1) / (w_vec + w_text) if (w_vec + w_text) > 0 else 0.0,
             "w_conf": float(settings.CAIRN_RECALL_CONFIDENCE_WEIGHT),
             "top_k": int(top_k),
         }

@@ -16,6 +16,7 @@ requires 12 chars" pass; ``password=hunter22`` or ``postgres://u:p4ss@db`` do no
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -121,6 +122,9 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
         for key, inner in value.items():
             key_path = f"{path}.{key}" if path else str(key)
             yield key_path, str(key)
+            if isinstance(inner, str):
+                # {"password": "..."}: the pair, as JSON, is an assignment.
+                yield key_path, json.dumps({str(key): inner}, ensure_ascii=False)
             yield from _walk(inner, key_path)
     elif isinstance(value, list | tuple):
         for index, inner in enumerate(value):
