@@ -227,13 +227,19 @@ CAIRN_EMBEDDING_THREADS = envint("CAIRN_EMBEDDING_THREADS", 2)
 
 # --- knowledge store and recall (SPEC section 3) ------------------------------
 # Hybrid recall: reciprocal-rank fusion of the vector and full-text candidate lists,
-# w_vec/(K+rank_vec) + w_text/(K+rank_text); weights chosen on LoCoMo (bench/README.md).
-CAIRN_RECALL_VECTOR_WEIGHT = envfloat("CAIRN_RECALL_VECTOR_WEIGHT", 0.6)
-CAIRN_RECALL_TEXT_WEIGHT = envfloat("CAIRN_RECALL_TEXT_WEIGHT", 0.4)
+# w_vec/(K+rank_vec) + w_text/(K+rank_text). The spec starts at 0.6/0.4 with the text
+# side as typed (AND); set by the numbers (bench/README.md, README "Benchmarks"): on
+# LoCoMo (1,535 questions) 0.3/0.7 with OR scored evidence hit@5 0.573 against 0.455
+# for 0.6/0.4 AND, keeping hit@3 0.95 on the 40-fact paraphrase fixture.
+CAIRN_RECALL_VECTOR_WEIGHT = envfloat("CAIRN_RECALL_VECTOR_WEIGHT", 0.3)
+CAIRN_RECALL_TEXT_WEIGHT = envfloat("CAIRN_RECALL_TEXT_WEIGHT", 0.7)
 CAIRN_RECALL_RRF_K = envint("CAIRN_RECALL_RRF_K", 60)
-# Full-text side: "and" = websearch_to_tsquery as typed (every word must match);
-# "or" = any of the query's lexemes, ranked by ts_rank_cd (chosen on LoCoMo).
-CAIRN_RECALL_TEXT_MODE = envstr("CAIRN_RECALL_TEXT_MODE", "and")
+# Full-text side: "and" = websearch_to_tsquery as typed (every word must match: a
+# question rarely shares all its words with the answer, LoCoMo hit@5 0.117 alone);
+# "or" = any of the query's lexemes, ranked by ts_rank_cd (0.559 alone).
+CAIRN_RECALL_TEXT_MODE = envstr("CAIRN_RECALL_TEXT_MODE", "or")
+# At most this many full-text matches are ranked (bounds the cost of common words).
+CAIRN_RECALL_TEXT_MATCH_CAP = envint("CAIRN_RECALL_TEXT_MATCH_CAP", 2000)
 # Strength is a tiebreaker only: score = relevance + 0.05 × confidence.
 CAIRN_RECALL_CONFIDENCE_WEIGHT = envfloat("CAIRN_RECALL_CONFIDENCE_WEIGHT", 0.05)
 # Adaptive top_k by query complexity (memory/selectors/knowledge.py: recall_default_top_k).

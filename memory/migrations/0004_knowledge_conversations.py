@@ -184,4 +184,12 @@ class Migration(migrations.Migration):
             model_name="toolcall",
             index=models.Index(fields=["workspace", "-at"], name="toolcall_at_idx"),
         ),
+        # Recall bumps use_count / last_used_at on every result. Neither is indexed, so
+        # with free space on the page PostgreSQL updates in place (HOT) instead of
+        # inserting new HNSW and GIN entries for each bump (measured: 14 ms → ~1 ms for
+        # 10 rows at 50k items). Applies to pages written from now on.
+        migrations.RunSQL(
+            "ALTER TABLE memory_knowledge SET (fillfactor = 80)",
+            reverse_sql="ALTER TABLE memory_knowledge RESET (fillfactor)",
+        ),
     ]

@@ -299,12 +299,17 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
     else:
         vec = "SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE false"
     if use_text:
+        # Ranking reads every match's tsvector, so at most %(text_cap)s matches are
+        # ranked: words common enough to match more than that carry little signal.
         txt = f"""
         SELECT id, row_number() OVER (ORDER BY r DESC, id) AS rank FROM (
-            SELECT k.id, ts_rank_cd(k.search_vector, (SELECT q FROM tsq)) AS r
-            FROM memory_knowledge k
-            WHERE {where} AND k.search_vector @@ (SELECT q FROM tsq)
-            ORDER BY r DESC, k.id
+            SELECT m.id, ts_rank_cd(m.search_vector, (SELECT q FROM tsq)) AS r
+            FROM (
+                SELECT k.id, k.search_vector FROM memory_knowledge k
+                WHERE {where} AND k.search_vector @@ (SELECT q FROM tsq)
+                LIMIT %(text_cap)s
+            ) m
+            ORDER BY r DESC, m.id
             LIMIT %(n)s
         ) t"""
     else:
@@ -385,6 +390,7 @@ def knowledge_search(
             "rrf_norm": (rrf_k + 1) / (w_vec + w_text) if (w_vec + w_text) > 0 else 0.0,
             "w_conf": float(settings.CAIRN_RECALL_CONFIDENCE_WEIGHT),
             "top_k": int(top_k),
+            "text_cap": int(settings.CAIRN_RECALL_TEXT_MATCH_CAP),
         }
     )
     with transaction.atomic(), connection.cursor() as cursor:

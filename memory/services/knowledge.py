@@ -15,11 +15,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from cairn.errors import ApplicationError, NotFoundError
 from memory.embeddings import EmbeddingError, get_embedder, validate_vector
@@ -38,6 +36,7 @@ from memory.selectors.knowledge import (
     knowledge_search,
     recall_default_top_k,
     set_vector_search,
+    vector_literal,
 )
 from memory.services.audit import audit_record
 from memory.services.secrets_scan import refuse_secrets
@@ -292,40 +291,62 @@ def _scope_lock(workspace: Workspace, prepared: _Prepared) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [digest])
 
 
-def _dedup_candidates(workspace: Workspace, prepared: _Prepared) -> list[Knowledge]:
+@dataclass(frozen=True)
+class _Candidate:
+    pk: int
+    content: str
+    category: str
+    sealed: bool
+    pinned: bool
+
+
+_DEDUP_SQL = """
+    SELECT k.id, k.content, k.category, k.sealed, k.pinned FROM memory_knowledge k
+    WHERE k.id IN (
+        (SELECT t.id FROM memory_knowledge t
+         WHERE {scope_t} AND t.search_vector @@ websearch_to_tsquery('english', %(terms)s)
+         ORDER BY ts_rank_cd(t.search_vector, websearch_to_tsquery('english', %(terms)s)) DESC,
+                  t.id
+         LIMIT %(cap)s)
+        UNION
+        (SELECT v.id FROM memory_knowledge v
+         WHERE {scope_v} AND %(qvec)s::vector IS NOT NULL AND v.embedding IS NOT NULL
+         ORDER BY v.embedding <=> %(qvec)s::vector
+         LIMIT %(cap)s)
+    )
+    ORDER BY k.id
+"""
+
+
+def _dedup_candidates(workspace: Workspace, prepared: _Prepared) -> list[_Candidate]:
     """A bounded candidate list from the indexes (never a scan of the scope in Python).
 
-    Full-text: rows sharing any of the new item's lexemes, best ``ts_rank_cd`` first
-    (GIN). Vector: the nearest rows by cosine distance (HNSW, iterative scan so the
-    scope filter cannot starve it). Each list is capped at CAIRN_DEDUP_CANDIDATES.
+    One statement: rows sharing any of the new item's words, best ``ts_rank_cd`` first
+    (GIN), united with the nearest rows by cosine distance (HNSW, iterative scan so the
+    scope filter cannot starve it); each side capped at CAIRN_DEDUP_CANDIDATES.
     """
-    scope = Knowledge.objects.filter(
-        workspace=workspace,
-        category=prepared.category,
-        context=prepared.context,
-        entity=prepared.entity,
-        status=KnowledgeStatus.ACTIVE,
-        superseded_by__isnull=True,
-    ).only("id", "content", "sealed", "pinned", "category")
     cap = settings.CAIRN_DEDUP_CANDIDATES
-    found: dict[int, Knowledge] = {}
-    lexemes = sorted(prepared.words)[:200]
-    if lexemes:
-        query = SearchQuery(" OR ".join(lexemes), config="english", search_type="websearch")
-        for row in (
-            scope.filter(search_vector=query)
-            .annotate(rank=SearchRank(F("search_vector"), query, cover_density=True))
-            .order_by("-rank", "id")[:cap]
-        ):
-            found[row.pk] = row
-    if prepared.embedding is not None:
-        with connection.cursor() as cursor:
+    scope = (
+        "{a}.workspace_id = %(workspace_id)s AND {a}.category = %(category)s "
+        "AND {a}.context = %(context)s AND {a}.entity = %(entity)s "
+        "AND {a}.status = 'active' AND {a}.superseded_by_id IS NULL"
+    )
+    sql = _DEDUP_SQL.format(scope_t=scope.format(a="t"), scope_v=scope.format(a="v"))
+    params = {
+        "workspace_id": workspace.pk,
+        "category": prepared.category,
+        "context": prepared.context,
+        "entity": prepared.entity,
+        # Words joined by "or": a row sharing any one of them is a candidate.
+        "terms": " or ".join(sorted(prepared.words)[:200]),
+        "qvec": None if prepared.embedding is None else vector_literal(prepared.embedding),
+        "cap": cap,
+    }
+    with connection.cursor() as cursor:
+        if prepared.embedding is not None:
             set_vector_search(cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, cap))
-        for row in scope.filter(embedding__isnull=False).order_by(
-            CosineDistance("embedding", prepared.embedding)
-        )[:cap]:
-            found.setdefault(row.pk, row)
-    return list(found.values())
+        cursor.execute(sql, params)
+        return [_Candidate(*row) for row in cursor.fetchall()]
 
 
 def _find_duplicate(
@@ -352,7 +373,7 @@ def _find_duplicate(
         )
         if row is not None:
             return row, overlap_coefficient(prepared.words, normalised_words(row.content))
-    best: tuple[Knowledge, float] | None = None
+    best: tuple[_Candidate, float] | None = None
     for row in _dedup_candidates(workspace, prepared):
         if not actor.is_person and (
             row.sealed or row.pinned or row.category in PRIVILEGED_CATEGORIES
