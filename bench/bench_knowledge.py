@@ -406,6 +406,22 @@ def bench_remember(rng, vocab, single: int, batches: int, batch_size: int) -> di
         _post(client, "/api/v1/knowledge/batch/", {"items": items})
 
     batch_samples = common.timed(batch, batches)
+    # The same, with the client sending vectors: what the database side sustains when
+    # the CPU embedder (MiniLM on this machine's cores) is out of the loop.
+    offset2 = offset + batches * batch_size
+    more = _texts(rng, batches * batch_size, vocab)
+    more = [f"Benchmark fact {offset2 + i}: {t}" for i, t in enumerate(more)]
+    vectors = Clustered(rng, len(more)).draw(len(more))
+
+    def batch_with_vectors(i: int) -> None:
+        start = i * batch_size
+        items = [
+            {"content": more[j], "context": "bench", "embedding": vectors[j].tolist()}
+            for j in range(start, start + batch_size)
+        ]
+        _post(client, "/api/v1/knowledge/batch/", {"items": items})
+
+    vector_samples = common.timed(batch_with_vectors, batches)
     return {
         "single": {
             "items": single,
@@ -417,6 +433,12 @@ def bench_remember(rng, vocab, single: int, batches: int, batch_size: int) -> di
             "batch_size": batch_size,
             "items_per_s": round(batches * batch_size / sum(batch_samples), 1),
             **common.percentiles(batch_samples),
+        },
+        "batched_client_vectors": {
+            "items": batches * batch_size,
+            "batch_size": batch_size,
+            "items_per_s": round(batches * batch_size / sum(vector_samples), 1),
+            **common.percentiles(vector_samples),
         },
     }
 
@@ -785,6 +807,9 @@ def report(results: dict) -> str:
             {"mode": f"batches of {r['batched']['batch_size']}",
              "items/s": r["batched"]["items_per_s"],
              "p50 ms per request": r["batched"]["p50_ms"]},
+            {"mode": f"batches of {r['batched']['batch_size']}, client vectors",
+             "items/s": r["batched_client_vectors"]["items_per_s"],
+             "p50 ms per request": r["batched_client_vectors"]["p50_ms"]},
         ]  # fmt: skip
         lines += ["Remember throughput", common.table(rows, list(rows[0])), ""]
     locomo = results.get("locomo", {})

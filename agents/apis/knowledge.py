@@ -23,7 +23,6 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.embeddings import validate_vector
 from memory.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, Category, KnowledgeStatus
 from memory.models.conversations import TURN_CONTENT_MAX_CHARS, TurnRole
 from memory.selectors.conversations import conversation_search, tool_call_stats, turns_list
@@ -84,9 +83,10 @@ class StrictSerializer(serializers.Serializer):
     }
 )
 class EmbeddingField(serializers.Field):
-    """A client vector, checked in one pass by memory.embeddings.validate_vector.
+    """A client vector. Only its shape is checked here; the service validates it in
+    full (memory.embeddings.validate_vector, a 400 naming ``embedding``), once.
 
-    (A ListField of FloatFields runs 384 field validations per request.)
+    (A ListField of FloatFields would run 384 field validations per item.)
     """
 
     def __init__(self, **kwargs):
@@ -101,10 +101,9 @@ class EmbeddingField(serializers.Field):
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        try:
-            return validate_vector(data)
-        except ValueError as exc:
-            raise serializers.ValidationError(str(exc)) from None
+        if not isinstance(data, list) or len(data) != EMBEDDING_DIMENSIONS:
+            raise serializers.ValidationError(f"Must be a list of {EMBEDDING_DIMENSIONS} numbers.")
+        return data
 
     def to_representation(self, value):
         return list(value)

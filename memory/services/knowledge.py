@@ -976,7 +976,8 @@ def knowledge_record_failures(
             if stamp >= last:
                 metadata["last_failed_at"] = stamp
                 metadata["session_id"] = failure.session_id
-                if content != item.content:
+                # A person's wording (pinned or sealed) stays; the count still moves.
+                if content != item.content and not (item.pinned or item.sealed):
                     item.content = content
                     item.embedding = vector
                     item.embedding_model = get_embedder().model_id if vector is not None else ""

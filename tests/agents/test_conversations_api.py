@@ -223,6 +223,23 @@ def test_a_new_failure_after_a_fix_reopens_the_same_item(api):
     assert Knowledge.objects.filter(category="error").count() == 1
 
 
+def test_a_failure_never_rewrites_an_error_item_a_person_sealed(api):
+    sealed = Knowledge.objects.create(
+        workspace=api.agent.workspace,
+        content="pytest needs `make db` first (written by Sam)",
+        category="error",
+        operation_key="pytest",
+        sealed=True,
+    )
+    assert _calls(api, _call(ok=False, error="db missing")).json()["error_items"] == [sealed.pk]
+    sealed.refresh_from_db()
+    assert sealed.content == "pytest needs `make db` first (written by Sam)"
+    assert sealed.metadata["failures"] == 1
+    _calls(api, _call(ok=True))
+    sealed.refresh_from_db()
+    assert sealed.status == "active"  # a success does not archive what a person sealed
+
+
 def test_incognito_tool_calls_record_nothing(api):
     response = _calls(api, _call(ok=False, error="secret stuff", incognito=True))
     assert response.status_code == 202
