@@ -750,7 +750,12 @@ def _svg(results: dict) -> str:
                 f'<line x1="{x10:.1f}" y1="{y}" x2="{x10:.1f}" y2="{y + bar_h}" '
                 'stroke="#333" stroke-width="2"/>'
             )
-            text(left + w + 6, y + 12, f"{row['hit_at_5']:.3f}", 10)
+            text(
+                max(left + w, x10) + 6,
+                y + 12,
+                f"{row['hit_at_5']:.3f} / {row['recall_at_10']:.3f}",
+                10,
+            )
             y += bar_h + gap
         text(left, y + 14, "green: the configured default", 10)
         y += 24

@@ -457,7 +457,26 @@ def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberR
     return RememberResult(item=item, created=True)
 
 
-def knowledge_remember(*, workspace: Workspace, actor: Actor, **fields: Any) -> RememberResult:
+def knowledge_remember(
+    *,
+    workspace: Workspace,
+    actor: Actor,
+    content: str,
+    category: str = Category.FACT,
+    domain: str = "",
+    entity: str = "",
+    context: str = "global",
+    sensitive: bool = False,
+    source: str | None = None,
+    confidence: float | None = None,
+    metadata: dict | None = None,
+    due_at: datetime | None = None,
+    operation_key: str = "",
+    pinned: bool = False,
+    sealed: bool = False,
+    embedding: list[float] | None = None,
+    embedding_model: str = "",
+) -> RememberResult:
     """Store one item, or update the near-duplicate it repeats.
 
     1. Validate (``_prepare``): 400 / 403 / 422 naming the field; nothing written.
@@ -465,7 +484,24 @@ def knowledge_remember(*, workspace: Workspace, actor: Actor, **fields: Any) -> 
     3. In one transaction, under a per-scope advisory lock: find a duplicate through
        the indexes; update it (``deduplicated_into``) or insert a new row.
     """
-    prepared = _prepare(actor=actor, **fields)
+    prepared = _prepare(
+        actor=actor,
+        content=content,
+        category=category,
+        domain=domain,
+        entity=entity,
+        context=context,
+        sensitive=sensitive,
+        source=source,
+        confidence=confidence,
+        metadata=metadata,
+        due_at=due_at,
+        operation_key=operation_key,
+        pinned=pinned,
+        sealed=sealed,
+        embedding=embedding,
+        embedding_model=embedding_model,
+    )
     _embed_missing([prepared])
     with transaction.atomic():
         return _store(workspace, prepared, actor)
@@ -903,12 +939,14 @@ class FailureRecord:
     session_id: str = ""
 
 
+@transaction.atomic
 def knowledge_record_failures(
     *, failures: list[FailureRecord], embeddings: dict[str, list[float]] | None = None
 ) -> list[Knowledge]:
     """Store or refresh the one active ``error`` item per failing operation.
 
-    Must run inside the caller's transaction (the tool-call batch). Each failure:
+    Runs in the caller's transaction when there is one (the tool-call batch). Each
+    failure:
     1. If a success on the same operation was logged after it, nothing (it is fixed).
     2. The active error item for the operation (unique per workspace) gets the latest
        message, a failure count and the time; else the newest item archived by a
@@ -998,6 +1036,7 @@ def knowledge_record_failures(
     return list(touched.values())
 
 
+@transaction.atomic
 def knowledge_resolve_failure(
     *, workspace: Workspace, operation_key: str, at: datetime
 ) -> Knowledge | None:
