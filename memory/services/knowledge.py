@@ -763,8 +763,14 @@ def knowledge_forget(
 
 
 @transaction.atomic
-def knowledge_restore(*, workspace: Workspace, item_id: int, actor: Actor) -> Knowledge:
-    """Bring an archived item back (people only; one action, SPEC section 7)."""
+def knowledge_restore(
+    *, workspace: Workspace, item_id: int, actor: Actor, now: datetime | None = None
+) -> Knowledge:
+    """Bring an archived item back (people only; one action, SPEC section 7).
+
+    Its idle clock restarts (``last_used_at``): otherwise an item archived for being
+    idle 90 days would be archived again by the next decay run.
+    """
     if not actor.is_person:
         raise ApplicationError(
             "Only a person can restore an archived item.",
@@ -777,9 +783,10 @@ def knowledge_restore(*, workspace: Workspace, item_id: int, actor: Actor) -> Kn
         return item
     item.status = KnowledgeStatus.ACTIVE
     item.archived_at = None
+    item.last_used_at = now or timezone.now()
     try:
         with transaction.atomic():
-            item.save(update_fields=["status", "archived_at", "updated_at"])
+            item.save(update_fields=["status", "archived_at", "last_used_at", "updated_at"])
     except IntegrityError:
         raise ApplicationError(
             f"Another active error item already tracks operation '{item.operation_key}'; "
