@@ -12,6 +12,7 @@ dropped at the end.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -457,6 +458,12 @@ def main() -> None:
             page.screenshot(path=OUT / "lesson-history.png", full_page=True)
             page.goto(f"{url}/outcomes/{demo['outcome'].pk}/")
             page.screenshot(path=OUT / "outcome.png", full_page=True)
+            page.goto(f"{url}/knowledge/?q=when+can+I+meet+Sarah&context=work")
+            page.screenshot(path=OUT / "knowledge.png", full_page=True)
+            page.locator("#rows a", has_text="Invoices above").click()
+            page.wait_for_url(re.compile(r"/knowledge/\d+/$"))
+            page.locator("#knowledge-main summary", has_text="Edit…").click()
+            page.screenshot(path=OUT / "knowledge-item.png", full_page=True)
             page.goto(f"{url}/contradictions/")
             page.locator("summary", has_text="Keep A…").first.click()
             page.locator("details[open] input[name=reason]").fill("uv is on every CI image")

@@ -1,5 +1,7 @@
 from django import forms
 
+from memory.models import Category
+
 
 class ReasonForm(forms.Form):
     """The reason every confirm-with-reason action records in the audit log."""
@@ -53,3 +55,22 @@ class ConfirmUntrustedForm(ReasonForm):
     )
 
     field_order = ["acknowledge", "reason"]
+
+
+class KnowledgeEditForm(ReasonForm):
+    """A person's edit of a knowledge item; the knowledge service checks the rules
+    (length, credentials, privileged categories), so its words reach the person."""
+
+    content = forms.CharField(
+        max_length=20000,
+        strip=True,
+        error_messages={"required": "Content cannot be blank."},
+    )
+    category = forms.ChoiceField(choices=[(c, c) for c in Category.values])
+    context = forms.CharField(max_length=200, strip=True, required=False)
+    entity = forms.CharField(max_length=200, strip=True, required=False)
+    domain = forms.CharField(max_length=100, strip=True, required=False)
+    sensitive = forms.BooleanField(required=False)
+
+    def clean_context(self) -> str:
+        return self.cleaned_data["context"] or "global"

@@ -51,6 +51,7 @@ from memory.models import (
     Workspace,
 )
 from memory.selectors.memory_block import memory_block
+from memory.selectors.ops import audit_event_for_targets
 
 DAY_S = 86400.0
 BIGINT_MAX = 2**63 - 1
@@ -461,10 +462,4 @@ def lesson_projects(*, workspace: Workspace) -> list[str]:
 
 def lesson_lineage_activity(*, workspace: Workspace, lesson_ids: list[int]) -> list[AuditEvent]:
     """What people, agents and jobs did to these rows, newest first (bounded)."""
-    return list(
-        AuditEvent.objects.filter(
-            workspace=workspace,
-            target_type="lesson",
-            target_id__in=[str(pk) for pk in lesson_ids],
-        ).order_by("-created_at", "-id")[: settings.CAIRN_UI_LESSON_ACTIVITY_MAX]
-    )
+    return audit_event_for_targets(workspace=workspace, target_type="lesson", target_ids=lesson_ids)

@@ -24,8 +24,10 @@ from memory.models import (
     ReviewTargetType,
     Workspace,
 )
+from memory.selectors.knowledge import knowledge_lineage
 from memory.selectors.lessons import lesson_head
 from memory.services.audit import audit_record
+from memory.services.knowledge import Actor, knowledge_forget
 from memory.services.lessons import lesson_retire
 
 REASON_MAX_CHARS = 500
@@ -123,16 +125,22 @@ def review_item_open(
 
 
 def _drop(*, target_type: str, target_id: int, workspace: Workspace, actor: str, reason: str):
-    """Take the losing side out of use, through its own service (kept as history)."""
+    """Take the losing side out of use through its own service, as a person's decision:
+    a lesson is retired, a knowledge item archived (both kept as history). An edited
+    side is dropped in its current version."""
+    model = _MODELS[target_type]
+    row = model.objects.filter(workspace=workspace, pk=target_id).first()
+    if row is None:
+        return  # gone already (erased): nothing left to drop
     if target_type == ReviewTargetType.LESSON:
-        lesson = Lesson.objects.filter(workspace=workspace, pk=target_id).first()
-        if lesson is None:
-            return  # gone already (erased): nothing left to retire
-        lesson_retire(lesson=lesson_head(lesson=lesson), by_person=True, actor=actor, reason=reason)
+        lesson_retire(lesson=lesson_head(lesson=row), by_person=True, actor=actor, reason=reason)
         return
-    raise ApplicationError(
-        "Knowledge items in the queue are resolved once the knowledge services are in place.",
-        code="not_supported",
+    head = knowledge_lineage(item=row)[-1]
+    knowledge_forget(
+        workspace=workspace,
+        item_id=head.pk,
+        actor=Actor(kind="person", label=actor),
+        reason=reason,
     )
 
 

@@ -74,7 +74,11 @@ def _refs(refs: list[dict]) -> list[dict]:
     out = []
     for ref in refs or []:
         kind, pk = ref.get("type"), ref.get("id")
-        url = reverse("reviews:lessons_detail", args=[pk]) if kind == "lesson" else ""
+        url = ""
+        if kind == "lesson":
+            url = reverse("reviews:lessons_detail", args=[pk])
+        elif kind in ("knowledge", "error"):
+            url = reverse("reviews:knowledge_detail", args=[pk])
         out.append({"type": kind, "id": pk, "url": url})
     return out
 

@@ -135,3 +135,22 @@ def test_knowledge_pairs_can_be_opened(workspace):
         reason="written by a person",
     )
     assert created and item.a_type == "knowledge"
+
+
+def test_keep_a_archives_a_knowledge_item_as_a_persons_decision(workspace):
+    fact = KnowledgeFactory(workspace=workspace, content="The office is in Leeds.")
+    sealed = KnowledgeFactory(workspace=workspace, content="The office is in York.", sealed=True)
+    item, _ = review_item_open(
+        workspace=workspace,
+        a_type="knowledge",
+        a_id=fact.pk,
+        b_type="knowledge",
+        b_id=sealed.pk,
+        reason="B is sealed by a person",
+    )
+    review_item_resolve(item=item, resolution="keep_a", actor="user:ada", reason="we moved")
+    sealed.refresh_from_db()
+    fact.refresh_from_db()
+    assert sealed.status == "archived" and fact.status == "active"
+    event = AuditEvent.objects.get(action="knowledge.archive")
+    assert event.actor == "user:ada" and "we moved" in event.reason

@@ -90,6 +90,7 @@ class Command(BaseCommand):
             steps = [
                 ("lessons", lambda: self.lessons(coder)),
                 ("skills", lambda: self.skills(mail, workspace)),
+                ("knowledge", lambda: self.knowledge(mail)),
             ]
             for name, step in steps:
                 step()
@@ -336,6 +337,52 @@ class Command(BaseCommand):
             },
         )
         mail.call("put", "facts/holiday_calendar/region/", {"value": "DE-BY"})
+
+    def knowledge(self, mail: DemoClient) -> None:
+        """An assistant remembers facts and preferences, recalls them, gets one confirmed,
+        and a failing tool call leaves an error item behind."""
+        items = [
+            {"content": "Sarah prefers morning meetings, never before 9:00.",
+             "category": "preference", "entity": "person:sarah_chen", "context": "work"},
+            {"content": "Sarah signs off with her first name only.",
+             "category": "preference", "entity": "person:sarah_chen", "context": "work"},
+            {"content": "The finance team closes the books on the third working day.",
+             "category": "fact", "context": "work"},
+            {"content": "Invoices above 10,000 EUR need the CFO's approval.",
+             "category": "fact", "context": "work"},
+            {"content": "Sarah is on parental leave until the end of March.",
+             "category": "fact", "entity": "person:sarah_chen", "context": "work",
+             "sensitive": True},
+            {"content": "Escalate vendor payment questions after 72 hours.",
+             "category": "skill", "context": "work"},
+        ]  # fmt: skip
+        stored = [mail.call("post", "knowledge/", item) for item in items]
+        mail.call("post", "recall/", {"query": "when can I meet Sarah?", "context": "work"})
+        mail.call(
+            "post",
+            "evidence/",
+            {
+                "evidence_id": "demo-confirm-1",
+                "kind": "user_confirmed",
+                "target_type": "knowledge",
+                "target_id": stored[3]["id"],
+            },
+        )
+        mail.call(
+            "post",
+            "tool-calls/",
+            {
+                "calls": [
+                    {
+                        "session_id": "demo-mail-3",
+                        "tool": "imap",
+                        "operation_key": "imap:fetch",
+                        "ok": False,
+                        "error": "IMAP login refused: application password expired",
+                    }
+                ]
+            },
+        )
 
     def _demo_reviewer(self, workspace: Workspace):
         from memory.services.identity import user_create
