@@ -341,7 +341,9 @@ def seed_demo() -> dict:
     name, a person's pin and seal, and one contradiction for the reconcile queue."""
     from django.core.management import call_command
 
-    from memory.models import Lesson, Outcome, Workspace
+    from memory.models import Knowledge, Lesson, Outcome, Workspace
+    from memory.services.evidence import evidence_record
+    from memory.services.knowledge import Actor, knowledge_update
     from memory.services.lessons import lesson_create, lesson_pin, lesson_seal
     from memory.services.projects import project_label_set
     from memory.services.review_items import review_item_open
@@ -374,6 +376,23 @@ def seed_demo() -> dict:
         b_id=rival.pk,
         reason="Opposite advice for requirements.txt; A is sealed by a person.",
         details={"cosine": 0.91, "judge": "contradict"},
+    )
+    # A person corrects a remembered fact (a new version), then confirms it.
+    port = Knowledge.objects.get(workspace=demo, content__startswith="The staging database")
+    corrected = knowledge_update(
+        workspace=demo,
+        item_id=port.pk,
+        actor=Actor(kind="person", label="user:ada"),
+        changes={"content": "The staging database listens on port 6544 since the March move."},
+        reason="the port moved in March",
+    ).item
+    evidence_record(
+        workspace=demo,
+        agent=None,
+        evidence_id="screenshots-confirm-port",
+        kind="user_confirmed",
+        target_type="knowledge",
+        target_id=corrected.pk,
     )
     reversal = Outcome.objects.get(workspace=demo, outcome_id="demo-s4-t3")
     return {"workspace": demo, "lesson": compose, "outcome": reversal}
@@ -458,11 +477,10 @@ def main() -> None:
             page.screenshot(path=OUT / "lesson-history.png", full_page=True)
             page.goto(f"{url}/outcomes/{demo['outcome'].pk}/")
             page.screenshot(path=OUT / "outcome.png", full_page=True)
-            page.goto(f"{url}/knowledge/?q=when+can+I+meet+Sarah&context=work")
+            page.goto(f"{url}/knowledge/?q=which+port+does+the+staging+database+use&context=work")
             page.screenshot(path=OUT / "knowledge.png", full_page=True)
-            page.locator("#rows a", has_text="Invoices above").click()
+            page.locator("#rows a", has_text="staging database listens").click()
             page.wait_for_url(re.compile(r"/knowledge/\d+/$"))
-            page.locator("#knowledge-main summary", has_text="Edit…").click()
             page.screenshot(path=OUT / "knowledge-item.png", full_page=True)
             page.goto(f"{url}/contradictions/")
             page.locator("summary", has_text="Keep A…").first.click()
