@@ -115,7 +115,7 @@ def test_a_turn_links_what_it_confirmed_contradicted_and_taught(viewer, workspac
     html = viewer.get(f"/outcomes/{outcome.pk}/").content.decode()
     assert f'<a class="chip ok" href="/lessons/{confirmed.pk}/">lesson #{confirmed.pk}</a>' in html
     assert f'<a class="chip new" href="/lessons/{learned.pk}/">lesson #{learned.pk}</a>' in html
-    assert '<span class="chip bad">knowledge #7</span>' in html
+    assert '<a class="chip bad" href="/knowledge/7/">knowledge #7</a>' in html
     assert f'href="/lessons/{confirmed.pk}/">#{confirmed.pk} Run pytest from the root.</a>' in html
 
 
