@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0008_merge_20261129_1545'),
-        ('memory', '0009_merge_0004_knowledge_conversations_0008_review_items'),
+        ("memory", "0008_merge_20261129_1545"),
+        ("memory", "0009_merge_0004_knowledge_conversations_0008_review_items"),
     ]
 
-    operations = [
-    ]
+    operations = []
