@@ -249,7 +249,54 @@ CAIRN_UI_ACTIVE_JOB_WINDOW = 1000
 
 
 # --- outcomes, evidence, lessons, decay (SPEC sections 4 and 7) ---------------
-# (constants for evidence and lessons go here)
+# Evidence weights (seed 004): retrieval and self-reports are worth zero.
+STRENGTH_BOOST = envfloat("CAIRN_STRENGTH_BOOST", 0.15)
+CAIRN_CONTRADICTION_PENALTY = envfloat("CAIRN_CONTRADICTION_PENALTY", 0.25)  # lessons: -0.25
+FAILURE_FACTOR = envfloat("CAIRN_FAILURE_FACTOR", 0.7)  # knowledge strength: x0.7
+# The one per-kind policy the evidence engine reads: kind -> target type -> (op, amount).
+CAIRN_EVIDENCE_POLICY = {
+    "self_report": {"lesson": ("add", 0.0), "knowledge": ("add", 0.0)},
+    "test_passed": {"lesson": ("add", STRENGTH_BOOST), "knowledge": ("add", STRENGTH_BOOST)},
+    "diff_accepted": {"lesson": ("add", STRENGTH_BOOST), "knowledge": ("add", STRENGTH_BOOST)},
+    "user_confirmed": {"lesson": ("add", STRENGTH_BOOST), "knowledge": ("add", STRENGTH_BOOST)},
+    "contradiction": {
+        "lesson": ("add", -CAIRN_CONTRADICTION_PENALTY),
+        "knowledge": ("mul", FAILURE_FACTOR),
+    },
+}
+CAIRN_LESSON_CONFIDENCE_MIN = 0.05
+CAIRN_LESSON_CONFIDENCE_MAX = 0.95
+CAIRN_LESSON_BIRTH_CONFIDENCE = 0.5
+CAIRN_LESSON_CLAIMED_CONFIDENCE = 0.3
+CAIRN_RECALL_FLOOR = envfloat("CAIRN_RECALL_FLOOR", 0.2)  # sealed items never pushed below
+CAIRN_LESSON_RETIRE_BELOW = envfloat("CAIRN_LESSON_RETIRE_BELOW", 0.2)
+CAIRN_LESSON_CAP_PER_PROJECT = envint("CAIRN_LESSON_CAP_PER_PROJECT", 200)
+CAIRN_LESSON_CAP_GLOBAL = envint("CAIRN_LESSON_CAP_GLOBAL", 200)
+CAIRN_LESSON_TEXT_MAX_CHARS = 280
+CAIRN_GOAL_DIGEST_CHARS = 200
+# Plan time: at most 5 lessons within 300 tokens (tokens estimated as ceil(chars / 4)),
+# ranked by confidence x exp(-idle_days / CAIRN_LESSON_RECENCY_DAYS).
+CAIRN_CONTEXT_MAX_LESSONS = envint("CAIRN_CONTEXT_MAX_LESSONS", 5)
+CAIRN_CONTEXT_LESSON_TOKENS = envint("CAIRN_CONTEXT_LESSON_TOKENS", 300)
+CAIRN_CONTEXT_MAX_ERRORS = 5
+CAIRN_LESSON_RECENCY_DAYS = envfloat("CAIRN_LESSON_RECENCY_DAYS", 30.0)
+# Decay (SPEC section 7): a function of idle time, never of how often the job ran.
+CAIRN_KNOWLEDGE_DECAY_FACTOR = 0.9
+CAIRN_KNOWLEDGE_DECAY_PERIOD_DAYS = 30
+CAIRN_KNOWLEDGE_DECAY_GRACE_DAYS = 30
+CAIRN_SKILL_DECAY_FACTOR = 0.85
+CAIRN_SKILL_DECAY_PERIOD_DAYS = 14
+CAIRN_LESSON_DECAY_STEP = 0.02
+CAIRN_LESSON_DECAY_PERIOD_DAYS = 7
+CAIRN_KNOWLEDGE_ARCHIVE_IDLE_DAYS = envint("CAIRN_KNOWLEDGE_ARCHIVE_IDLE_DAYS", 90)
+CELERY_BEAT_SCHEDULE["decay"] = {
+    "task": "memory.tasks.decay",
+    "schedule": envint("CAIRN_DECAY_INTERVAL_S", 24 * 3600),
+}
+CELERY_BEAT_SCHEDULE["maintenance"] = {
+    "task": "memory.tasks.maintenance",
+    "schedule": envint("CAIRN_MAINTENANCE_INTERVAL_S", 24 * 3600),
+}
 
 
 # --- skills and learned deltas (SPEC section 6) --------------------------------

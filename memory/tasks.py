@@ -7,7 +7,9 @@ import socket
 
 from celery import shared_task
 
+from memory.services.decay import decay_run
 from memory.services.jobs import job_recorded
+from memory.services.lessons import lesson_caps_enforce
 
 
 @shared_task(name="memory.tasks.heartbeat")
@@ -60,6 +62,28 @@ def skills_consolidate(run_id: int | None = None, workspace_id: int | None = Non
         if run is None:
             return None
         run.counts = delta_consolidate(workspace=workspace)
+        return run.pk
+
+
+@shared_task(name="memory.tasks.decay")
+def decay(run_id: int | None = None) -> int:
+    """Daily (beat): idle-time decay of lessons and knowledge; safe to run twice."""
+    with job_recorded(kind="decay", run_id=run_id, task_id=decay.request.id or "") as run:
+        if run is None:
+            return 0
+        run.counts = decay_run()
+        return run.pk
+
+
+@shared_task(name="memory.tasks.maintenance")
+def maintenance(run_id: int | None = None) -> int:
+    """Daily (beat): enforce the lesson caps (lowest confidence beyond the cap retired)."""
+    with job_recorded(
+        kind="maintenance", run_id=run_id, task_id=maintenance.request.id or ""
+    ) as run:
+        if run is None:
+            return 0
+        run.counts = lesson_caps_enforce()
         return run.pk
 
 

@@ -1,0 +1,35 @@
+"""The demo workspace is loaded through the real API and populates every queue."""
+
+import pytest
+from django.core.management import call_command
+
+from memory.models import Lesson, Outcome, SkillDelta, Workspace
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_loads_once_and_populates_the_queues(capsys):
+    call_command("cairn_demo")
+    workspace = Workspace.objects.get(name="demo")
+    assert workspace.is_demo
+    deltas = SkillDelta.objects.filter(workspace=workspace)
+    assert deltas.filter(status="staged").count() >= 2
+    assert deltas.filter(status="quarantined").count() == 1
+    assert deltas.filter(status="orphaned").count() == 3
+    # Learned from a failed-then-succeeded pair, then confirmed at the next session.
+    install = Lesson.objects.get(
+        workspace=workspace, text__icontains="uv:pip-install over pip:install"
+    )
+    assert install.state == "active"
+    assert install.confidence > 0.5
+    # The environment flip: the old compose lesson was superseded by the reversed one.
+    flipped = Lesson.objects.get(
+        workspace=workspace, text__icontains="compose-v1 over docker:compose-v2"
+    )
+    assert flipped.state == "active"
+    assert Lesson.objects.filter(workspace=workspace, state="claimed").count() == 1
+    assert Outcome.objects.filter(workspace=workspace).count() == 6
+
+    call_command("cairn_demo")
+    assert "already loaded" in capsys.readouterr().out
+    assert Outcome.objects.filter(workspace=workspace).count() == 6
