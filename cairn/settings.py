@@ -352,6 +352,9 @@ CAIRN_ERASURE_VERIFY_PASSES = 3
 # would select nearly everything).
 CAIRN_ERASURE_TEXT_MIN_CHARS = 3
 CAIRN_ERASURE_TEXT_MAX_CHARS = 2000
+# VACUUM after an erasure also truncates empty trailing pages (the file shrinks),
+# waiting up to 5 s per table for concurrent transactions' locks.
+CAIRN_ERASURE_VACUUM_TRUNCATE = envbool("CAIRN_ERASURE_VACUUM_TRUNCATE", True)
 # Export records are read in chunks of this many rows.
 CAIRN_EXPORT_CHUNK = 500
 CELERY_BEAT_SCHEDULE["prune"] = {

@@ -32,9 +32,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from django.apps import apps
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import models
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
 
 from memory.models import Agent, Workspace
@@ -82,27 +84,26 @@ SelectFn = Callable[[QuerySet, Selector], QuerySet]
 class Derivation:
     """Rows of this table computed from rows of ``sources``.
 
-    ``rows(plan)`` is evaluated while the sources still exist: the job runs every
-    derivation before it deletes anything a derivation reads. ``action`` is
-    ``delete`` or ``recompute`` (the rows are deleted and their owner rebuilt from
-    what is left, see ``memory.services.erasure``).
+    ``delete``: ``rows(plan)`` are erased; it is evaluated while the sources still
+    exist (the job runs every derivation before it deletes anything directly).
+    ``rebuild``: ``owners(plan)`` lists ``(label, id)`` of rows that stay but were
+    computed partly from erased rows; the service at ``rebuild_path`` removes the
+    erased part and recomputes them from what is left. After a rebuild the owner
+    no longer cites erased rows, so ``owners`` shrinks to nothing.
     """
 
     name: str
     sources: tuple[str, ...]
     how: str
-    rows: Callable[[Plan], QuerySet]
+    rows: Callable[[Plan], QuerySet] | None = None
     action: str = "delete"
-    # For ``recompute``: the column naming the owner row, the owner's table, and
-    # the service (dotted path) that deletes ``row_ids`` and rebuilds the owner.
-    owner: str = ""
-    owner_label: str = ""
+    owners: Callable[[Plan, int], list[tuple[str, int]]] | None = None
     rebuild_path: str = ""
 
-    def rebuild(self, *, owner_id: int, row_ids: list[int]) -> dict[str, int]:
+    def rebuild(self, *, plan: Plan, label: str, pk: int) -> dict[str, int]:
         from django.utils.module_loading import import_string
 
-        return import_string(self.rebuild_path)(owner_id=owner_id, row_ids=row_ids)
+        return import_string(self.rebuild_path)(plan=plan, label=label, pk=pk)
 
 
 @dataclass(frozen=True)
@@ -192,36 +193,60 @@ def by_agent(field_name: str = "agent") -> SelectFn:
     return lambda qs, sel: qs.filter(**{field_name: sel.agent})
 
 
-def _session_ref(column_sql: str, key: str) -> Callable[[QuerySet, Selector], QuerySet]:
+class _JsonPathExists(models.Func):
+    function = "jsonb_path_exists"
+    output_field = models.BooleanField()
+
+
+def _session_ref(column: str, key: str) -> SelectFn:
     """Rows whose JSON ``column->key`` list names the session or one of its turns.
 
     Turn ids are written ``<session>#<n>`` (or ``/``, ``:``): a turn id that
     starts with the session id and a separator belongs to it.
     """
+    path = f"$.{key}[*] ? (@ == $v || @ starts with $a || @ starts with $b || @ starts with $c)"
 
     def select(qs: QuerySet, sel: Selector) -> QuerySet:
-        table = qs.model._meta.db_table
-        sql = (
-            f'EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof("{table}".'
-            f"\"{column_sql}\"->'{key}') = 'array' THEN \"{table}\".\"{column_sql}\"->'{key}' "
-            "ELSE '[]'::jsonb END) AS t(ref) WHERE t.ref = %s OR left(t.ref, %s) IN (%s, %s, %s))"
-        )
         v = sel.value
-        params = [v, len(v) + 1, v + "#", v + "/", v + ":"]
-        return qs.filter(RawSQL(sql, params, output_field=models.BooleanField()))
+        variables = json.dumps({"v": v, "a": v + "#", "b": v + "/", "c": v + ":"})
+        return qs.filter(
+            _JsonPathExists(
+                F(column), RawSQL("%s::jsonpath", [path]), RawSQL("%s::jsonb", [variables])
+            )
+        )
 
     return select
 
 
-def _subquery_sql(qs: QuerySet) -> tuple[str, tuple]:
-    sql, params = qs.query.sql_with_params()
-    return sql, tuple(params)
+class _JsonListOverlaps(models.Func):
+    """``column->key`` (a JSON list of strings) shares an element with an array subquery.
+
+    Compiled with the column's own alias, so it works inside subqueries too.
+    """
+
+    output_field = models.BooleanField()
+
+    def __init__(self, column: str, key: str, array):
+        super().__init__(F(column), array)
+        self.key = key
+
+    def as_sql(self, compiler, connection, **extra):
+        col_sql, col_params = compiler.compile(self.source_expressions[0])
+        arr_sql, arr_params = compiler.compile(self.source_expressions[1])
+        ref = f"({col_sql} -> %s)"
+        sql = (
+            f"(CASE WHEN jsonb_typeof({ref}) = 'array' THEN {ref} ELSE '[]'::jsonb END)"
+            f" ?| ({arr_sql})::text[]"
+        )
+        return sql, (*col_params, self.key, *col_params, self.key, *arr_params)
 
 
-def _json_list(table: str, column: str, key: str) -> str:
-    """SQL for ``column->key`` as a jsonb array ('[]' when it is missing or not a list)."""
-    ref = f'"{table}"."{column}"->\'{key}\''
-    return f"(CASE WHEN jsonb_typeof({ref}) = 'array' THEN {ref} ELSE '[]'::jsonb END)"
+def _json_elements(column: str, key: str) -> models.Func:
+    return models.Func(
+        KeyTransform(key, column),
+        function="jsonb_array_elements_text",
+        output_field=models.TextField(),
+    )
 
 
 # --------------------------------------------------------------------------- the plan
@@ -238,7 +263,7 @@ class Plan:
         table = TABLES[label]
         qs = table.model._default_manager.all()
         if table.workspace_path:
-            qs = qs.filter(**{table.workspace_path: self.workspace})
+            qs = qs.filter(**{table.workspace_path: self.workspace.pk})
         return qs
 
     def direct(self, label: str) -> QuerySet:
@@ -257,9 +282,34 @@ class Plan:
         return select(self.scoped(label), self.selector)
 
     def derivations(self) -> Iterable[tuple[Table, Derivation]]:
+        """Every derivation whose source tables exist, in map order."""
         for table in TABLES.values():
             for derivation in table.derived:
-                yield table, derivation
+                if all(source in TABLES for source in derivation.sources):
+                    yield table, derivation
+
+    def going(self, label: str) -> Q:
+        """Rows of ``label`` the job deletes: direct matches and delete-derivations
+        (lineage is expanded per batch by the job and not included here)."""
+        table = TABLES[label]
+        q = Q(pk__in=self.direct(label).values("pk"))
+        for derivation in table.derived:
+            if derivation.action == "delete" and all(s in TABLES for s in derivation.sources):
+                q |= Q(pk__in=derivation.rows(self).values("pk"))
+        return q
+
+    def erased_evidence_ids(self) -> QuerySet:
+        """Ledger ``evidence_id`` values that cite an erased outcome or posted evidence."""
+        from django.db.models.functions import Concat
+
+        cited = self.direct("memory.Outcome").annotate(
+            cite=Concat(
+                models.Value("outcome:"),
+                Cast("pk", models.TextField()),
+                output_field=models.TextField(),
+            )
+        )
+        return cited.values("cite").union(self.direct("memory.Evidence").values("evidence_id"))
 
 
 # --------------------------------------------------------------------------- derivations
@@ -272,14 +322,9 @@ class Plan:
 def _knowledge_from_turns(plan: Plan) -> QuerySet:
     """Summaries and extracted items built from erased turns name their sessions."""
     sessions = plan.direct("memory.ConversationTurn").values("session_id")
-    sql, params = _subquery_sql(sessions)
-    listed = RawSQL(
-        f"{_json_list('memory_knowledge', 'metadata', 'sessions')} ?| ARRAY({sql})::text[]",
-        params,
-        output_field=models.BooleanField(),
-    )
     return plan.scoped("memory.Knowledge").filter(
-        Q(metadata__session_id__in=sessions) | Q(listed),
+        Q(metadata__session_id__in=sessions)
+        | Q(_JsonListOverlaps("metadata", "sessions", ArraySubquery(sessions))),
         source__in=["consolidation", "extract"],
     )
 
@@ -300,30 +345,67 @@ def _lessons_only_from(plan: Plan) -> QuerySet:
     LessonEvidence = apps.get_model("memory.LessonEvidence")
     any_erased = LessonEvidence.objects.filter(lesson=OuterRef("pk"), outcome__in=erased)
     any_kept = LessonEvidence.objects.filter(lesson=OuterRef("pk")).exclude(outcome__in=erased)
-    return plan.scoped("memory.Lesson").filter(Exists(any_erased)).exclude(Exists(any_kept))
-
-
-def _evidence_of_kept_lessons(plan: Plan) -> QuerySet:
-    """Evidence links to erased outcomes on lessons that keep other evidence."""
-    erased = plan.direct("memory.Outcome")
-    return (
-        apps.get_model("memory.LessonEvidence")
-        .objects.filter(lesson__workspace=plan.workspace, outcome__in=erased)
-        .exclude(lesson__in=_lessons_only_from(plan))
+    posted_kept = (
+        apps.get_model("memory.Evidence")
+        .objects.filter(target_type="lesson", target_id=OuterRef("pk"))
+        .exclude(pk__in=plan.direct("memory.Evidence"))
     )
+    return (
+        plan.scoped("memory.Lesson")
+        .filter(Exists(any_erased))
+        .exclude(Exists(any_kept))
+        .exclude(Exists(posted_kept))
+    )
+
+
+def _confidence_owners(plan: Plan, limit: int) -> list[tuple[str, int]]:
+    """Lessons and knowledge items that keep living but cite erased evidence: an
+    evidence link to an erased outcome, or a ledger row citing one (or citing
+    posted evidence that is erased)."""
+    LessonEvidence = apps.get_model("memory.LessonEvidence")
+    ConfidenceChange = apps.get_model("memory.ConfidenceChange")
+    Lesson = apps.get_model("memory.Lesson")
+    Knowledge = apps.get_model("memory.Knowledge")
+    going = {
+        "lesson": Lesson.objects.filter(plan.going("memory.Lesson")).values("pk"),
+        "knowledge": Knowledge.objects.filter(plan.going("memory.Knowledge")).values("pk"),
+    }
+    lessons = set(
+        LessonEvidence.objects.filter(
+            lesson__workspace=plan.workspace, outcome__in=plan.direct("memory.Outcome")
+        )
+        .exclude(lesson__in=going["lesson"])
+        .order_by("lesson_id")
+        .values_list("lesson_id", flat=True)
+        .distinct()[:limit]
+    )
+    owners = {("memory.Lesson", pk) for pk in lessons}
+    cited = (
+        ConfidenceChange.objects.filter(
+            workspace=plan.workspace, evidence_id__in=plan.erased_evidence_ids()
+        )
+        .exclude(target_type="lesson", target_id__in=going["lesson"])
+        .exclude(target_type="knowledge", target_id__in=going["knowledge"])
+        .order_by("target_type", "target_id")
+        .values_list("target_type", "target_id")
+        .distinct()[:limit]
+    )
+    labels = {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"}
+    owners |= {(labels[t], pk) for t, pk in cited}
+    return sorted(owners)[:limit]
 
 
 def _facts_from_deltas(plan: Plan) -> QuerySet:
     """A fact learned by the same agent from any of the turns of an erased delta."""
-    sql, params = _subquery_sql(plan.direct("memory.SkillDelta").values("agent_id", "provenance"))
-    shared = RawSQL(
-        f"{_json_list('memory_learnedfact', 'provenance', 'turns')} ?| ARRAY("
-        f"SELECT jsonb_array_elements_text({_json_list('d', 'provenance', 'turns')}) "
-        f'FROM ({sql}) AS d WHERE d.agent_id = "memory_learnedfact"."agent_id")::text[]',
-        params,
-        output_field=models.BooleanField(),
+    turns = (
+        plan.direct("memory.SkillDelta")
+        .filter(agent_id=OuterRef("agent_id"))
+        .annotate(turn=_json_elements("provenance", "turns"))
+        .values("turn")
     )
-    return plan.scoped("memory.LearnedFact").filter(shared)
+    return plan.scoped("memory.LearnedFact").filter(
+        _JsonListOverlaps("provenance", "turns", ArraySubquery(turns))
+    )
 
 
 def _umbrellas_of(plan: Plan) -> QuerySet:
@@ -342,15 +424,24 @@ _KEPT_IDENTITY = "Identity and access: who may do what. Holds names and roles, n
 
 
 def _entries() -> list[Table]:
+    """Every table, in the order the erasure job visits them (children before parents
+    where it matters: rows derived from outcomes are handled before outcomes go)."""
     return [
-        # ---- identity
+        # ---- identity and access
         Table("memory.Workspace", KEPT, _KEPT_IDENTITY, workspace_path="pk"),
         Table("memory.Membership", KEPT, _KEPT_IDENTITY),
+        Table(
+            "auth.User",
+            KEPT,
+            "People who log in: username and password hash, no content.",
+            workspace_path="memberships__workspace",
+        ),
         Table(
             "memory.Agent",
             KEPT,
             "The agent's identity stays so its tokens can be revoked and its erasure "
             "audited; everything it wrote is erased with the agent selector.",
+            selectors={"agent": lambda qs, sel: qs.filter(pk=sel.agent.pk)},
             export="agents",
         ),
         Table(
@@ -358,18 +449,12 @@ def _entries() -> list[Table]:
             KEPT,
             "Secrets: only a digest is stored, and it is never exported.",
         ),
-        Table(
-            "auth.User",
-            KEPT,
-            "People who log in: username and password hash, no content.",
-            workspace_path="memberships__workspace",
-        ),
         # ---- operations
         Table(
             "memory.JobRun",
             KEPT,
-            "Operational record: kind, status, counts and ids. Erasure jobs keep only the "
-            "selector's digest in their params; pruned after CAIRN_RETENTION_JOB_RUNS_DAYS.",
+            "Operational record: kind, status, counts and ids. Erasure runs keep only the "
+            "selector's digest; pruned after CAIRN_RETENTION_JOB_RUNS_DAYS.",
         ),
         Table(
             "memory.AuditEvent",
@@ -382,14 +467,76 @@ def _entries() -> list[Table]:
             KEPT,
             "The proof of an erasure: counts per table and the selector's digest, no content.",
         ),
+        # ---- lessons and evidence (derived from outcomes, so before outcomes go)
         Table(
-            "memory.IdempotencyRecord",
-            DERIVED,
-            "Replays of write responses, which quote what was written: erased with the "
-            "agent, by a text match, and whenever a row whose text they quote is erased.",
-            selectors={"agent": by_agent()},
+            "memory.Lesson",
+            CONTENT,
+            "One imperative sentence earned from outcomes.",
+            selectors={"agent": by_agent(), "project": by("project_digest")},
+            derived=(
+                Derivation(
+                    "lessons_only_from_erased_outcomes",
+                    ("memory.Outcome",),
+                    "a lesson whose every evidence link is to an erased outcome goes with them",
+                    rows=_lessons_only_from,
+                ),
+            ),
+            lineage="superseded_by",
+            export="lessons",
         ),
-        # ---- knowledge
+        Table(
+            "memory.LessonEvidence",
+            DERIVED,
+            "Links from a lesson to the outcomes that support or contradict it.",
+            workspace_path="lesson__workspace",
+            cascades_from=("memory.Lesson", "memory.Outcome"),
+            export="lesson_evidence",
+        ),
+        Table(
+            "memory.Evidence",
+            CONTENT,
+            "Evidence agents posted (diff accepted, user confirmed, self report).",
+            selectors={"agent": by_agent()},
+            follows={
+                "memory.Lesson": _ledger_for("lesson"),
+                "memory.Knowledge": _ledger_for("knowledge"),
+            },
+            export="evidence",
+        ),
+        Table(
+            "memory.ConfidenceChange",
+            DERIVED,
+            "The evidence ledger: one row per confidence change of a lesson or item.",
+            follows={
+                "memory.Lesson": _ledger_for("lesson"),
+                "memory.Knowledge": _ledger_for("knowledge"),
+            },
+            derived=(
+                Derivation(
+                    "confidence_without_erased_evidence",
+                    ("memory.Outcome", "memory.Evidence"),
+                    "a lesson or item that keeps other evidence is recomputed from what is "
+                    "left; ledger rows citing erased evidence lose the citation",
+                    action="rebuild",
+                    owners=_confidence_owners,
+                    rebuild_path="memory.services.erasure.confidence_rebuild",
+                ),
+            ),
+            export="confidence_changes",
+        ),
+        Table(
+            "memory.Outcome",
+            CONTENT,
+            "One agent turn as the harness saw it (approach, checks, targets).",
+            selectors={
+                "agent": by_agent(),
+                "project": by("project_digest"),
+                "context": by("context"),
+                "session": by("session_id"),
+            },
+            export="outcomes",
+        ),
+        # ---- knowledge and raw history
         Table(
             "memory.Knowledge",
             CONTENT,
@@ -410,18 +557,37 @@ def _entries() -> list[Table]:
                     ("memory.ConversationTurn",),
                     "consolidation summaries and extracted items name their source sessions "
                     "(metadata.session_id or metadata.sessions)",
-                    _knowledge_from_turns,
+                    rows=_knowledge_from_turns,
                 ),
                 Derivation(
                     "errors_from_tool_calls",
                     ("memory.ToolCall",),
                     "an error item is built from failed tool calls on its operation_key",
-                    _errors_from_tool_calls,
+                    rows=_errors_from_tool_calls,
                 ),
             ),
             lineage="superseded_by",
             export="knowledge",
             export_exclude=("embedding", "search_vector"),
+        ),
+        Table(
+            "memory.ConversationTurn",
+            CONTENT,
+            "Raw conversation turns; pruned after CAIRN_RETENTION_RAW_DAYS.",
+            selectors={
+                "agent": by_agent(),
+                "context": by("context"),
+                "session": by("session_id"),
+            },
+            export="conversation_turns",
+            export_exclude=("search_vector",),
+        ),
+        Table(
+            "memory.ToolCall",
+            CONTENT,
+            "Raw tool calls with their errors; pruned after CAIRN_RETENTION_RAW_DAYS.",
+            selectors={"agent": by_agent(), "session": by("session_id")},
+            export="tool_calls",
         ),
         # ---- skills and learned deltas
         Table(
@@ -429,6 +595,7 @@ def _entries() -> list[Table]:
             KEPT,
             "An authored skill is a document people register and manage; learned content "
             "lives in deltas.",
+            selectors={"skill": by("name")},
             export="skills",
         ),
         Table(
@@ -436,28 +603,48 @@ def _entries() -> list[Table]:
             KEPT,
             "Immutable authored SKILL.md versions; people replace them, erasure does not.",
             workspace_path="skill__workspace",
+            selectors={"skill": by("skill__name")},
             export="skill_versions",
         ),
         Table(
             "memory.AgentTool",
             KEPT,
             "The agent's declared tool registry: configuration, no content.",
+            selectors={"agent": by_agent()},
             export="agent_tools",
+        ),
+        Table(
+            "memory.LearnedFact",
+            CONTENT,
+            "Tier-0 learned values tools read directly.",
+            selectors={"agent": by_agent(), "session": _session_ref("provenance", "turns")},
+            derived=(
+                Derivation(
+                    "facts_from_deltas",
+                    ("memory.SkillDelta",),
+                    "a fact learned by the same agent from a turn an erased delta cites",
+                    rows=_facts_from_deltas,
+                ),
+            ),
+            lineage="superseded_by",
+            export="learned_facts",
         ),
         Table(
             "memory.SkillDelta",
             CONTENT,
-            "Learned adjustments; their payload can quote what they were learned from.",
+            "Learned adjustments; their payload can quote what they were learned from. "
+            "Cached effective skills (Redis) quote them too and are forgotten with them.",
             selectors={
                 "agent": by_agent(),
                 "session": _session_ref("provenance", "turns"),
+                "skill": by("skill__name"),
             },
             derived=(
                 Derivation(
                     "umbrellas_of_erased_deltas",
                     ("memory.SkillDelta",),
                     "a consolidation umbrella is written from its members' payloads",
-                    _umbrellas_of,
+                    rows=_umbrellas_of,
                 ),
             ),
             lineage="superseded_by",
@@ -476,21 +663,13 @@ def _entries() -> list[Table]:
             selectors={"agent": by_agent()},
             export="feedback_samples",
         ),
+        # ---- replays (last: other steps delete the records that quote their rows)
         Table(
-            "memory.LearnedFact",
-            CONTENT,
-            "Tier-0 learned values tools read directly.",
-            selectors={"agent": by_agent(), "session": _session_ref("provenance", "turns")},
-            derived=(
-                Derivation(
-                    "facts_from_deltas",
-                    ("memory.SkillDelta",),
-                    "a fact learned from the same turns by the same agent as an erased delta",
-                    _facts_from_deltas,
-                ),
-            ),
-            lineage="superseded_by",
-            export="learned_facts",
+            "memory.IdempotencyRecord",
+            DERIVED,
+            "Replays of write responses, which quote what was written: erased with the "
+            "agent, by a text match, and with any erased row whose text they quote.",
+            selectors={"agent": by_agent()},
         ),
     ]
 

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0004_lessons'),
-        ('memory', '0006_jobrun_indexes'),
+        ("memory", "0004_lessons"),
+        ("memory", "0006_jobrun_indexes"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0007_erasure_receipts'),
-        ('memory', '0007_merge_0004_lessons_0006_jobrun_indexes'),
+        ("memory", "0007_erasure_receipts"),
+        ("memory", "0007_merge_0004_lessons_0006_jobrun_indexes"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -167,7 +167,12 @@ def erasure_steps(plan: Plan) -> list[Step]:
     then every erasable table's direct matches, in map order."""
     steps: list[Step] = []
     for table, derivation in plan.derivations():
-        steps.append(Step(table, derivation.name, (lambda d=derivation: d.rows(plan)), derivation))
+        if derivation.action == "rebuild":
+            steps.append(Step(table, derivation.name, lambda: None, derivation))
+        else:
+            steps.append(
+                Step(table, derivation.name, (lambda d=derivation: d.rows(plan)), derivation)
+            )
     for table in erasable_tables():
         if plan.selector.kind == "text" or plan.selector.kind in table.selectors:
             steps.append(Step(table, "direct", (lambda t=table: plan.direct(t.label))))
@@ -269,13 +274,11 @@ def erasure_preview(*, workspace: Workspace, selector: Selector) -> ErasurePrevi
     ids: dict[str, set[int]] = defaultdict(set)
     owners: dict[str, set[int]] = defaultdict(set)
     for step in erasure_steps(plan):
-        label = step.table.label
-        if step.derivation is not None and step.derivation.action == "recompute":
-            rows = list(step.rows().values_list("pk", step.derivation.owner))
-            ids[label] |= {pk for pk, _ in rows}
-            owners[step.derivation.owner_label] |= {owner for _, owner in rows}
+        if step.derivation is not None and step.derivation.action == "rebuild":
+            for label, pk in step.derivation.owners(plan, 10**9):
+                owners[label].add(pk)
         else:
-            ids[label] |= set(step.rows().values_list("pk", flat=True))
+            ids[step.table.label] |= set(step.rows().values_list("pk", flat=True))
     for label in list(ids):
         table = TABLES[label]
         ids[label] = _lineage(table.model, table.lineage, ids[label])
@@ -322,7 +325,7 @@ def _kept_matches(workspace: Workspace, selector: Selector) -> dict[str, int]:
     for table in TABLES.values():
         if table.erasable or table.workspace_path is None or table.label == "auth.User":
             continue
-        qs = table.model._default_manager.filter(**{table.workspace_path: workspace})
+        qs = table.model._default_manager.filter(**{table.workspace_path: workspace.pk})
         count = text_match(qs, selector).count()
         if count:
             out[table.label] = count
@@ -393,6 +396,7 @@ class _Tally:
         self.done = 0
         self.counts: dict[str, int] = defaultdict(int)
         self.agents_with_deltas: set[int] = set()
+        self.rebuilt: dict[str, int] = defaultdict(int)
 
     def add(self, counts: dict[str, int]) -> None:
         for label, n in counts.items():
@@ -436,24 +440,22 @@ def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tal
     tally.add(counts)
 
 
-def _run_step(workspace: Workspace, step: Step, tally: _Tally) -> None:
+def _run_step(workspace: Workspace, plan: Plan, step: Step, tally: _Tally) -> None:
     """Loop until the step's query matches nothing: never a silent first N."""
     batch = settings.CAIRN_ERASURE_BATCH
-    previous: list[int] | None = None
+    previous: list | None = None
+    derivation = step.derivation
     while True:
-        derivation = step.derivation
-        if derivation is not None and derivation.action == "recompute":
-            rows = list(step.rows().order_by("pk").values_list("pk", derivation.owner)[:batch])
-            if not rows:
+        if derivation is not None and derivation.action == "rebuild":
+            owners = derivation.owners(plan, batch)
+            if not owners:
                 return
-            if [pk for pk, _ in rows] == previous:
+            if owners == previous:
                 raise RuntimeError(f"erasure step {step.name} made no progress")
-            previous = [pk for pk, _ in rows]
-            by_owner: dict[int, list[int]] = defaultdict(list)
-            for pk, owner in rows:
-                by_owner[owner].append(pk)
-            for owner, pks in by_owner.items():
-                tally.add(derivation.rebuild(owner_id=owner, row_ids=pks))
+            previous = owners
+            for label, pk in owners:
+                tally.add(derivation.rebuild(plan=plan, label=label, pk=pk))
+                tally.rebuilt[label] += 1
             continue
         ids = list(step.rows().order_by("pk").values_list("pk", flat=True)[:batch])
         if not ids:
@@ -462,6 +464,12 @@ def _run_step(workspace: Workspace, step: Step, tally: _Tally) -> None:
             raise RuntimeError(f"erasure step {step.name} made no progress")
         previous = ids
         _delete_batch(workspace, step.table, set(ids), tally)
+
+
+def _left(plan: Plan, step: Step) -> int:
+    if step.derivation is not None and step.derivation.action == "rebuild":
+        return len(step.derivation.owners(plan, 10**9))
+    return step.rows().count()
 
 
 def erasure_execute(*, workspace: Workspace, selector: Selector, run: JobRun | None = None) -> dict:
@@ -481,22 +489,20 @@ def erasure_execute(*, workspace: Workspace, selector: Selector, run: JobRun | N
     steps = erasure_steps(plan)
     with advisory_lock_blocking(f"erasure:{workspace.pk}"):
         for step in steps:
-            _run_step(workspace, step, tally)
-        remaining: dict[str, int] = {}
+            _run_step(workspace, plan, step, tally)
+        # Rows that came to match while the job ran (concurrent writes) get the
+        # same treatment; whatever still matches after the passes is reported.
         for _ in range(settings.CAIRN_ERASURE_VERIFY_PASSES):
-            remaining = {}
-            for step in steps:
-                left = step.rows().count()
-                if left:
-                    remaining[step.table.label] = remaining.get(step.table.label, 0) + left
-                    _run_step(workspace, step, tally)
-            if not remaining:
+            again = [step for step in steps if _left(plan, step)]
+            if not again:
                 break
-        remaining = {}
+            for step in again:
+                _run_step(workspace, plan, step, tally)
+        remaining: dict[str, int] = defaultdict(int)
         for step in steps:
-            left = step.rows().count()
+            left = _left(plan, step)
             if left:
-                remaining[step.table.label] = remaining.get(step.table.label, 0) + left
+                remaining[step.table.label] += left
     from memory.services.exports import export_files_forget
     from memory.services.skills import effective_skill_cache_forget
 
@@ -507,20 +513,28 @@ def erasure_execute(*, workspace: Workspace, selector: Selector, run: JobRun | N
         "export_files": export_files_forget(workspace=workspace),
     }
     counts = dict(sorted(tally.counts.items()))
-    effects["vacuumed"] = vacuum_tables(labels=list(counts))
+    vacuum = vacuum_tables(labels=list(counts))
+    effects["vacuumed"] = vacuum["vacuumed"]
+    effects["vacuum_skipped_busy"] = vacuum["skipped"]
+    effects["rebuilt"] = dict(sorted(tally.rebuilt.items()))
     return {
         "preview": preview.as_dict(),
         "counts": counts,
         "effects": effects,
-        "remaining": remaining,
+        "remaining": dict(remaining),
     }
 
 
-def vacuum_tables(*, labels: Iterable[str]) -> list[str]:
-    """VACUUM (ANALYZE) each table so dead tuples of erased rows are reclaimed.
+def vacuum_tables(*, labels: Iterable[str]) -> dict[str, list[str]]:
+    """VACUUM (ANALYZE) each table so the dead tuples of erased rows are reclaimed.
 
     VACUUM cannot run inside a transaction block, so it gets its own autocommit
     connection (the job's connection may be inside one, e.g. under tests).
+    SKIP_LOCKED: a table another VACUUM (usually autovacuum) holds is being
+    vacuumed already; waiting for it would only make the erasure slower.
+    Truncating empty pages at the end of a table waits up to 5 s for other
+    transactions' locks (CAIRN_ERASURE_VACUUM_TRUNCATE turns it off).
+    Returns the tables vacuumed and those skipped that way.
     """
     import psycopg
 
@@ -531,17 +545,26 @@ def vacuum_tables(*, labels: Iterable[str]) -> list[str]:
         except LookupError:
             continue
     tables = sorted(set(tables))
+    done: dict[str, list[str]] = {"vacuumed": [], "skipped": []}
     if not tables:
-        return []
+        return done
     params = {
         k: v
         for k, v in connection.get_connection_params().items()
         if k not in ("cursor_factory", "context", "prepare_threshold")
     }
+    options = "SKIP_LOCKED, ANALYZE"
+    if not settings.CAIRN_ERASURE_VACUUM_TRUNCATE:
+        options += ", TRUNCATE false"
+    notices: list[str] = []
     with psycopg.connect(**params, autocommit=True) as conn:
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
         for table in tables:
-            conn.execute(f'VACUUM (ANALYZE) "{table}"')
-    return tables
+            notices.clear()
+            conn.execute(f'VACUUM ({options}) "{table}"')
+            skipped = any("skipping" in message for message in notices)
+            done["skipped" if skipped else "vacuumed"].append(table)
+    return done
 
 
 def receipt_digest(receipt: ErasureReceipt) -> str:
@@ -607,3 +630,142 @@ def erasure_job(*, run: JobRun, message: dict) -> dict:
     run.counts = receipt.counts
     run.result = {"receipt": receipt.pk, "digest": receipt.digest, "remaining": receipt.remaining}
     return body
+
+
+# --------------------------------------------------------------------------- rebuilds
+
+
+def _undo(kind: str, target_type: str, value: float) -> float:
+    """The confidence before one piece of evidence of ``kind`` moved it to ``value``
+    (unclamped inverse of the policy: used for evidence inherited through an edit or
+    a promotion, whose effect is baked into the row's birth confidence)."""
+    op, amount = settings.CAIRN_EVIDENCE_POLICY[kind][target_type]
+    if op == "add":
+        return value - amount
+    return value / amount if amount else value
+
+
+def _clamp(target_type: str, value: float) -> float:
+    if target_type == "lesson":
+        return min(
+            settings.CAIRN_LESSON_CONFIDENCE_MAX, max(settings.CAIRN_LESSON_CONFIDENCE_MIN, value)
+        )
+    return min(1.0, max(0.0, value))
+
+
+@transaction.atomic
+def confidence_rebuild(*, plan: Plan, label: str, pk: int) -> dict[str, int]:
+    """Recompute a lesson's or item's confidence from the evidence it keeps.
+
+    1. Lock the row. Its birth confidence is its confidence minus the ledger's sum
+       (``birth + sum(after - before) == confidence`` holds for every target).
+    2. Undo evidence links to erased outcomes inherited without a ledger row of
+       this row's own (an edit or promotion copied them), then replay the row's own
+       ledger in order, skipping rows that cite erased evidence: evidence by the
+       kind's policy, decay and people's changes as the amounts they moved.
+    3. Delete the links, strip the erased citations from the ledger (the rows stay
+       so the sum still holds), and write the difference as one ledger row with
+       cause ``person`` and kind ``erasure``.
+    4. A lesson with no supporting evidence left is claimed again (never served
+       until confirmed); one below the retirement floor is retired, as evidence would.
+    """
+    from memory.models import (
+        ConfidenceCause,
+        ConfidenceChange,
+        Evidence,
+        EvidenceKind,
+        LessonEvidence,
+        LessonState,
+    )
+    from memory.services.evidence import (
+        confidence_apply,
+        evidence_effect,
+        evidence_is_positive,
+        lesson_retire_system,
+    )
+
+    model = apps.get_model(label)
+    target = model._default_manager.select_for_update().filter(pk=pk).first()
+    if target is None:
+        return {}
+    target_type = "lesson" if label == "memory.Lesson" else "knowledge"
+    ledger = list(
+        ConfidenceChange.objects.filter(target_type=target_type, target_id=pk).order_by("at", "id")
+    )
+    erased_ids = set(
+        ConfidenceChange.objects.filter(
+            target_type=target_type, target_id=pk, evidence_id__in=plan.erased_evidence_ids()
+        ).values_list("evidence_id", flat=True)
+    )
+    links = []
+    if target_type == "lesson":
+        links = list(
+            LessonEvidence.objects.filter(lesson_id=pk, outcome__in=plan.direct("memory.Outcome"))
+        )
+    own_citations = {row.evidence_id for row in ledger}
+    before = float(target.confidence)
+    running = before - sum(row.after - row.before for row in ledger)
+    for link in links:
+        if f"outcome:{link.outcome_id}" in own_citations:
+            continue
+        kind = (
+            EvidenceKind.TEST_PASSED
+            if link.relation == LessonEvidence.Relation.SUPPORTS
+            else EvidenceKind.CONTRADICTION
+        )
+        running = _clamp(target_type, _undo(kind, target_type, running))
+    probe = model(pk=pk, confidence=running, sealed=getattr(target, "sealed", False))
+    for row in ledger:
+        if row.evidence_id in erased_ids:
+            continue
+        if row.cause == ConfidenceCause.EVIDENCE and row.kind in settings.CAIRN_EVIDENCE_POLICY:
+            probe.confidence = evidence_effect(kind=row.kind, target=probe)
+        else:
+            probe.confidence = _clamp(target_type, probe.confidence + (row.after - row.before))
+    counts: dict[str, int] = {}
+    if links:
+        _, deleted = LessonEvidence.objects.filter(pk__in=[link.pk for link in links]).delete()
+        counts.update(deleted)
+    ConfidenceChange.objects.filter(
+        target_type=target_type, target_id=pk, evidence_id__in=erased_ids
+    ).update(evidence_id="erased")
+    confidence_apply(
+        target=target, new=probe.confidence, cause=ConfidenceCause.PERSON, kind="erasure"
+    )
+    details = {"before": before, "after": target.confidence}
+    if target_type == "lesson":
+        supported = LessonEvidence.objects.filter(
+            lesson_id=pk, relation=LessonEvidence.Relation.SUPPORTS
+        ).exists() or any(
+            evidence_is_positive(kind, "lesson")
+            for kind in Evidence.objects.filter(target_type="lesson", target_id=pk)
+            .exclude(pk__in=plan.direct("memory.Evidence"))
+            .values_list("kind", flat=True)
+        )
+        if target.state == LessonState.ACTIVE and not supported:
+            model._default_manager.filter(pk=pk).update(
+                state=LessonState.CLAIMED, updated_at=timezone.now()
+            )
+            target.state = LessonState.CLAIMED
+            details["state"] = LessonState.CLAIMED
+        if (
+            target.state != LessonState.RETIRED
+            and target.superseded_by_id is None
+            and target.confidence < settings.CAIRN_LESSON_RETIRE_BELOW
+            and not target.pinned
+        ):
+            lesson_retire_system(
+                lesson=target,
+                actor="system:erasure",
+                reason="confidence fell below the floor once erased evidence was removed",
+            )
+            details["state"] = LessonState.RETIRED
+    audit_record(
+        workspace=plan.workspace,
+        actor="system:erasure",
+        action="erasure.recompute",
+        target_type=target_type,
+        target_id=pk,
+        details=details,
+    )
+    return counts
