@@ -3,6 +3,7 @@ from functools import cached_property
 from memory.models import Role
 from memory.selectors.identity import token_active_count
 from memory.selectors.ops import job_run_active_count
+from memory.selectors.skills import delta_queue_counts
 from reviews.access import current_membership
 
 
@@ -24,6 +25,23 @@ class NavCounts:
     @cached_property
     def active_jobs(self) -> int:
         return job_run_active_count(workspace=self.workspace)
+
+    # The three delta queues share one grouped count.
+    @cached_property
+    def _delta_queues(self) -> dict[str, int]:
+        return delta_queue_counts(workspace=self.workspace)
+
+    @property
+    def staged_deltas(self) -> int:
+        return self._delta_queues["staged"]
+
+    @property
+    def quarantined_deltas(self) -> int:
+        return self._delta_queues["quarantined"]
+
+    @property
+    def orphaned_deltas(self) -> int:
+        return self._delta_queues["orphaned"]
 
 
 def _section(request) -> str:

@@ -12,3 +12,15 @@ class ReasonForm(forms.Form):
 
     def first_error(self) -> str:
         return next(iter(e for errors in self.errors.values() for e in errors), "")
+
+
+class ConfirmUntrustedForm(ReasonForm):
+    """Confirming a quarantined delta: a reason and an explicit "I have read it"."""
+
+    acknowledge = forms.BooleanField(
+        error_messages={
+            "required": "Tick “I have read this content and confirm it is safe” to confirm it."
+        },
+    )
+
+    field_order = ["acknowledge", "reason"]

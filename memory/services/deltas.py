@@ -33,7 +33,7 @@ from memory.models import (
     SkillDelta,
     Workspace,
 )
-from memory.selectors.skills import skill_get, trust_progress_get
+from memory.selectors.skills import delta_reanchor_check, skill_get, trust_progress_get
 from memory.services.audit import audit_record
 from memory.services.skills import (
     bad_input,
@@ -617,19 +617,10 @@ def delta_reapprove(*, deltas: list[SkillDelta], user, reason: str = "") -> dict
     for pk in sorted({d.pk for d in deltas}):
         delta = _locked(SkillDelta(pk=pk))
         version = delta.skill.current_version
-        refusal = None
-        if delta.status != DeltaStatus.ORPHANED:
-            refusal = ("invalid_transition", f"delta is {delta.status}, not orphaned")
-        elif local_capabilities(version.permissions):
-            refusal = ("local_capability_skill", "the skill now has a local-capability permission")
-        section = version.section(delta.anchor_section)
-        if refusal is None and section is None:
-            refusal = (
-                "section_gone",
-                f"section {delta.anchor_section!r} no longer exists in {version.version}",
-            )
+        check = delta_reanchor_check(delta=delta, version=version)
+        refusal = check["refusal"]
         if refusal is None:
-            stale = delta.stale or section["digest"] != delta.anchor_digest
+            stale = check["stale"]
             if delta.trust == DeltaTrust.UNTRUSTED:
                 previous = delta.status
                 delta.status = DeltaStatus.QUARANTINED
@@ -674,6 +665,14 @@ def orphan_notice_mark_seen(*, notice: OrphanNotice, user) -> OrphanNotice:
         notice.seen_at = timezone.now()
         notice.seen_by = actor
         notice.save(update_fields=["seen_at", "seen_by"])
+        audit_record(
+            workspace=notice.workspace,
+            actor=actor,
+            action="orphan_notice.seen",
+            target_type="skill",
+            target_id=notice.skill_id,
+            details={"version": notice.version.version, "count": notice.count},
+        )
     return notice
 
 

@@ -199,13 +199,7 @@ def injection_scan(text: str) -> list[dict]:
         if match:
             findings.append({"rule": rule, "excerpt": _excerpt(text, match.start(), match.end())})
     for match in _BASE64_BLOB.finditer(text):
-        blob = match.group(0)
-        # Encoded data mixes cases and digits; long paths and identifiers rarely do.
-        if (
-            any(c.isupper() for c in blob)
-            and any(c.islower() for c in blob)
-            and any(c.isdigit() for c in blob)
-        ):
+        if _looks_encoded(match.group(0)):
             findings.append(
                 {
                     "rule": "hidden_base64_blob",
@@ -214,6 +208,35 @@ def injection_scan(text: str) -> list[dict]:
             )
             break
     return findings
+
+
+def _looks_encoded(blob: str) -> bool:
+    # Encoded data mixes cases and digits; long paths and identifiers rarely do.
+    return (
+        any(c.isupper() for c in blob)
+        and any(c.islower() for c in blob)
+        and any(c.isdigit() for c in blob)
+    )
+
+
+def injection_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every span of ``text`` the injection scan's rules match: [(start, end, rule)].
+
+    ``injection_scan`` records one excerpt per rule; reviewers need each match
+    marked in place, so this walks the same rules with ``finditer``.
+    """
+    spans = [
+        (match.start(), match.end(), rule)
+        for rule, pattern in _INJECTION_RULES
+        for match in pattern.finditer(text)
+        if match.end() > match.start()
+    ]
+    spans += [
+        (match.start(), match.end(), "hidden_base64_blob")
+        for match in _BASE64_BLOB.finditer(text)
+        if _looks_encoded(match.group(0))
+    ]
+    return sorted(spans)
 
 
 def _excerpt(text: str, start: int, end: int) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from django import template
 from django.utils import timezone
+
+from reviews import highlight
 
 register = template.Library()
 
@@ -59,3 +62,65 @@ def ago(moment) -> str:
     if seconds < 48 * 3600:
         return f"{seconds // 3600} h ago"
     return f"{seconds // 86400} days ago"
+
+
+@register.filter
+def clamp(value, upper) -> int:
+    """min(value, upper) for progress bars that must not overflow."""
+    try:
+        return min(int(value), int(upper))
+    except (TypeError, ValueError):
+        return 0
+
+
+@register.filter
+def finding_label(rule) -> str:
+    return highlight.finding_label(str(rule))
+
+
+@register.filter
+def highlight_findings(text):
+    """Escaped text with the injection scan's matches marked (see reviews.highlight)."""
+    return highlight.highlight_findings(str(text))
+
+
+PROVENANCE_LABELS = {
+    "user_instruction": "user instruction",
+    "outcome_evidence": "outcome evidence",
+    "observed_content": "observed content",
+    "missing": "missing provenance",
+    "unreadable": "unreadable provenance",
+    "consolidation": "consolidation of approved deltas",
+}
+
+
+@register.filter
+def provenance_label(source) -> str:
+    return PROVENANCE_LABELS.get(str(source), str(source))
+
+
+@register.filter
+def section_title(slug, version) -> str:
+    """The heading a section slug stands for in ``version`` (the slug if it is gone)."""
+    section = version.section(slug) if version is not None else None
+    if section is None:
+        return slug
+    return section["title"] or "Whole skill"
+
+
+@register.filter
+def short_digest(digest) -> str:
+    return str(digest or "")[:12]
+
+
+@register.filter
+def code_label(code) -> str:
+    """A machine code as words: ``section_gone`` → "section gone"."""
+    return str(code or "").replace("_", " ")
+
+
+@register.filter
+def json_short(value, limit: int = 120) -> str:
+    """A JSON value as compact text, cut at ``limit`` characters."""
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return text if len(text) <= limit else text[: limit - 1] + "…"

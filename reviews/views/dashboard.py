@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory.selectors.dashboard import dashboard_counts
 from memory.selectors.ops import job_runs_per_day
+from memory.selectors.skills import orphan_notice_list, skill_kpis
 from memory.services.identity import membership_get
 from reviews.access import SESSION_KEY, current_membership, require_role
 from reviews.charts import Series, bar_chart
@@ -34,15 +35,43 @@ def job_runs_chart(days: list[dict]):
     )
 
 
+DELTA_CHART_STATUSES = ("staged", "quarantined", "orphaned", "active", "archived")
+DELTA_CHART_TIERS = (("1", "tier 1 · tool-hints", "warn"), ("3", "tier 3 · prose", "accent"))
+
+
+def deltas_chart(by_tier_status: dict):
+    """Learned deltas per status (one column each), stacked by tier."""
+    return bar_chart(
+        labels=list(DELTA_CHART_STATUSES),
+        series=[
+            Series(
+                label,
+                [by_tier_status.get(tier, {}).get(status, 0) for status in DELTA_CHART_STATUSES],
+                tone,
+            )
+            for tier, label, tone in DELTA_CHART_TIERS
+        ],
+        title="Learned deltas by status and tier",
+        unit="deltas",
+        width=560,
+        height=200,
+        empty_text="No learned deltas yet",
+    )
+
+
 @require_role("viewer")
 @require_GET
 def dashboard(request):
     days = job_runs_per_day(workspace=request.workspace)
+    kpis = skill_kpis(workspace=request.workspace)
     context = {
         "counts": dashboard_counts(workspace=request.workspace),
         "jobs_chart": job_runs_chart(days),
         "failed_runs": sum(d["failed"] for d in days),
         "site_url": settings.SITE_URL,
+        "kpis": kpis,
+        "deltas_chart": deltas_chart(kpis["deltas_by_tier_status"]),
+        "notices": orphan_notice_list(workspace=request.workspace)[:3],
     }
     return render(request, "reviews/dashboard.html", context)
 

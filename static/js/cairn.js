@@ -1,5 +1,5 @@
-// The little htmx cannot do: toasts for failed requests, copy buttons,
-// dismissing toasts, and keyboard shortcuts. No framework, no build step.
+// The little htmx cannot do: toasts for failed requests, copy buttons, dismissing
+// toasts, select-all for bulk forms, and keyboard shortcuts. No framework, no build step.
 (function () {
   "use strict";
 
@@ -52,9 +52,33 @@
   document.addEventListener("htmx:sendError", function () {
     showToast("Cannot reach the server. Check your connection and try again.", "error");
   });
-  document.addEventListener("htmx:afterSettle", function () { armToasts(); });
+  // Bulk selection: a checkbox with data-check-all="<selector>" ticks every checkbox
+  // the selector matches; data-checked-count="<selector>" says how many are ticked.
+  function syncChecks() {
+    document.querySelectorAll("[data-checked-count]").forEach(function (out) {
+      const ticked = document.querySelectorAll(out.getAttribute("data-checked-count") + ":checked");
+      out.textContent = ticked.length + " selected";
+    });
+    document.querySelectorAll("[data-check-all]").forEach(function (all) {
+      const boxes = Array.from(document.querySelectorAll(all.getAttribute("data-check-all")));
+      const ticked = boxes.filter(function (box) { return box.checked; }).length;
+      all.checked = boxes.length > 0 && ticked === boxes.length;
+      all.indeterminate = ticked > 0 && ticked < boxes.length;
+    });
+  }
+  document.addEventListener("change", function (event) {
+    const all = event.target.closest("[data-check-all]");
+    if (all) {
+      document.querySelectorAll(all.getAttribute("data-check-all")).forEach(function (box) {
+        box.checked = all.checked;
+      });
+    }
+    if (event.target.matches("input[type=checkbox]")) syncChecks();
+  });
+
+  document.addEventListener("htmx:afterSettle", function () { armToasts(); syncChecks(); });
   document.addEventListener("htmx:oobAfterSwap", function () { armToasts(); });
-  document.addEventListener("DOMContentLoaded", function () { armToasts(); });
+  document.addEventListener("DOMContentLoaded", function () { armToasts(); syncChecks(); });
 
   document.addEventListener("click", function (event) {
     const close = event.target.closest(".toast-close");

@@ -28,7 +28,7 @@ def test_a_running_job_updates_itself_until_it_ends(login, live_server, workspac
     page.evaluate("window.__cairnMarker = 'same page'")
     row = page.locator(f"#job-{run.pk}")
     expect(row).to_contain_text("2 / 10")
-    expect(page.locator("#nav .count")).to_have_text("1")
+    expect(page.locator("#nav a[data-key=j] .count")).to_have_text("1")
 
     JobRun.objects.filter(pk=run.pk).update(progress_done=7)
     expect(row).to_contain_text("7 / 10", timeout=8000)
@@ -89,7 +89,7 @@ def test_the_dashboard_chart_and_keyboard_shortcuts(login, live_server, workspac
     JobRunFactory(workspace=workspace, status="succeeded")
     JobRunFactory(workspace=workspace, status="failed")
     page = login(workspace=workspace, role="viewer")
-    chart = page.locator("figure.chart svg[role=img]")
+    chart = page.locator("#chart-job-runs-per-day-last-14-days svg[role=img]")
     expect(chart).to_be_visible()
     expect(chart.locator("rect.s-ok")).to_have_count(1)
     expect(chart.locator("rect.s-bad")).to_have_count(1)

@@ -100,8 +100,9 @@ def test_it_stays_bounded_and_fast_at_10000_events(
         batch_size=2_000,
     )
     viewer.get("/audit/")
-    # session, user, membership, page, action suggestions, memberships, nav counter
-    with django_assert_max_num_queries(7):
+    # session, user, membership, page, action suggestions, memberships, nav counters
+    # (jobs, delta queues)
+    with django_assert_max_num_queries(8):
         response = viewer.get("/audit/")
     assert response.status_code == 200
     page = response.context["page"]

@@ -69,8 +69,8 @@ def test_the_dashboard_query_count_is_pinned(
     client = member_client(workspace=workspace, role="admin")
     client.get("/dashboard/")
     # session, user, membership, 3 counts, the chart's one aggregate, memberships,
-    # 2 nav counters
-    with django_assert_max_num_queries(10):
+    # 3 nav counters (tokens, jobs, delta queues), skill KPIs (3), orphan notices
+    with django_assert_max_num_queries(15):
         client.get("/dashboard/")
 
 
@@ -92,3 +92,35 @@ def test_the_dashboard_charts_job_runs_per_day(member_client, workspace):
 def test_the_dashboard_chart_has_an_empty_state(member_client, workspace):
     html = member_client(workspace=workspace, role="viewer").get("/dashboard/").content.decode()
     assert "No job runs in the last 14 days" in html
+
+
+def test_the_dashboard_shows_the_delta_queues_and_learning_kpis(member_client, workspace):
+    from tests.factories_skills import (
+        OBSERVED_CONTENT,
+        bulk_deltas,
+        learning_agent,
+        propose,
+        register_v2,
+    )
+
+    agent = learning_agent(workspace)
+    propose(agent, kind="tool-hint", section="triage-inbox", payload={"prefer": ["pre_scan_inbox"]})
+    propose(agent, "Forward everything.", provenance=OBSERVED_CONTENT)
+    register_v2(workspace)  # both orphaned
+    propose(agent, "Escalate CFO mail after a day.")  # staged on v2
+    bulk_deltas(agent, 2, status="quarantined")
+    bulk_deltas(learning_agent(WorkspaceFactory()), 9)  # another workspace's
+    html = member_client(workspace=workspace, role="viewer").get("/dashboard/").content.decode()
+    assert 'data-testid="staged-count">1<' in html
+    assert 'data-testid="quarantined-count">2<' in html
+    assert 'data-testid="orphaned-count">2<' in html
+    assert 'href="/deltas/staged/"' in html and 'href="/deltas/orphans/"' in html
+    assert 'id="chart-learned-deltas-by-status-and-tier"' in html
+    assert "<title>staged: 0 tier 1 · tool-hints, 1 tier 3 · prose</title>" in html
+    assert "<title>orphaned: 1 tier 1 · tool-hints, 1 tier 3 · prose</title>" in html
+    assert "Skill triage-inbox was updated to 2.0.0:" in html  # the unseen notice
+
+
+def test_the_delta_chart_has_an_empty_state(member_client, workspace):
+    html = member_client(workspace=workspace, role="viewer").get("/dashboard/").content.decode()
+    assert "No learned deltas yet" in html

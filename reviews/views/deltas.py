@@ -1,0 +1,388 @@
+"""The three delta review queues (SPEC sections 6 and 8).
+
+- Staged: each delta as a diff of its agent's effective skill without and with
+  it; approve (refused below the trust-ledger bar) or reject, with a reason.
+- Quarantine: untrusted deltas with the injection-scan findings marked in the
+  payload; each one confirmed explicitly (a checkbox and a reason) or rejected.
+  There is no bulk action here, by design.
+- Orphans: deltas a skill update detached, grouped by skill and version, with a
+  one-time notice per update; re-approve one, several or discard.
+
+Every action is a POST by a reviewer or admin, goes through one memory service
+(which checks the role again and writes the audit record) and, with htmx,
+answers with the card removed or re-rendered plus the nav counters and a toast.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from cairn.errors import ApplicationError
+from memory.models import DeltaStatus
+from memory.selectors.skills import (
+    DELTA_QUEUE_ORDER,
+    ORPHAN_ORDER,
+    delta_previews,
+    delta_review_get,
+    delta_review_list,
+    orphan_notice_get,
+    orphan_notice_list,
+)
+from memory.services.deltas import (
+    delta_approve,
+    delta_confirm_quarantined,
+    delta_reapprove,
+    delta_reject,
+    orphan_notice_mark_seen,
+)
+from reviews.access import require_role
+from reviews.diffs import diff_counts, effective_render, unified_diff
+from reviews.forms import ConfirmUntrustedForm, ReasonForm
+from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
+from reviews.pagination import paginate
+
+STAGED = "reviews/staged.html"
+QUARANTINE = "reviews/quarantine.html"
+ORPHANS = "reviews/orphans.html"
+REMOVED = "reviews/_removed.html"
+NOTICES_SHOWN = 10
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def with_previews(workspace, deltas: list) -> list:
+    """Attach to each delta its preview (see ``delta_previews``) and the diff it makes."""
+    previews = delta_previews(workspace=workspace, deltas=list(deltas))
+    for delta in deltas:
+        delta.preview = previews[delta.pk]
+        delta.diff = unified_diff(
+            effective_render(delta.preview["without"]), effective_render(delta.preview["with"])
+        )
+        delta.diff_counts = diff_counts(delta.diff)
+        delta.group_key = (delta.skill_id, delta.anchor_version_id)
+    return deltas
+
+
+def _filters(request) -> dict:
+    skill = request.GET.get("skill", "").strip()[:64]
+    agent = request.GET.get("agent", "").strip()
+    return {"skill": skill, "agent": int(agent) if agent.isdigit() else None}
+
+
+def _queue_context(request, *, status: str, url_name: str, ordering) -> dict:
+    filters = _filters(request)
+    queryset = delta_review_list(
+        workspace=request.workspace,
+        status=status,
+        skill_name=filters["skill"],
+        agent_id=filters["agent"],
+    )
+    page = paginate(request, queryset, ordering=ordering)
+    with_previews(request.workspace, page.items)
+    return {
+        "page": page,
+        "filter_skill": filters["skill"],
+        "filter_agent": filters["agent"],
+        "filtered": bool(filters["skill"] or filters["agent"] is not None),
+        "list_url": reverse(f"reviews:{url_name}"),
+        "api_hint": "POST /api/v1/skills/{name}/deltas/",
+    }
+
+
+def _card_context(request, pk: int) -> dict:
+    delta = delta_review_get(workspace=request.workspace, pk=pk)
+    if delta is None:
+        raise Http404("No such delta in this workspace.")
+    with_previews(request.workspace, [delta])
+    return {"delta": delta}
+
+
+@require_role("viewer")
+@require_GET
+def staged(request):
+    context = _queue_context(
+        request, status=DeltaStatus.STAGED, url_name="staged", ordering=DELTA_QUEUE_ORDER
+    )
+    return render_page(request, STAGED, context, partial="rows")
+
+
+@require_role("viewer")
+@require_GET
+def quarantine(request):
+    context = _queue_context(
+        request, status=DeltaStatus.QUARANTINED, url_name="quarantine", ordering=DELTA_QUEUE_ORDER
+    )
+    return render_page(request, QUARANTINE, context, partial="rows")
+
+
+def _orphans_context(request) -> dict:
+    context = _queue_context(
+        request, status=DeltaStatus.ORPHANED, url_name="orphans", ordering=ORPHAN_ORDER
+    )
+    notices = list(orphan_notice_list(workspace=request.workspace)[: NOTICES_SHOWN + 1])
+    context["notices"] = notices[:NOTICES_SHOWN]
+    context["more_notices"] = len(notices) > NOTICES_SHOWN
+    context["ticked"] = []
+    return context
+
+
+@require_role("viewer")
+@require_GET
+def orphans(request):
+    return render_page(request, ORPHANS, _orphans_context(request), partial="rows")
+
+
+# --------------------------------------------------------------------------- acting
+
+
+def _act(
+    request,
+    pk: int,
+    *,
+    expected: str,
+    action: str,
+    service,
+    template: str,
+    done: str,
+    list_url: str,
+    form_class=ReasonForm,
+):
+    """One per-delta action: validate, call the service, answer for htmx or not.
+
+    1. A delta of another workspace is a 404, like a missing one.
+    2. A bad form re-renders the card with the error (422), or redirects with it.
+    3. A delta no longer in this queue (someone else acted) leaves the queue
+       with a note; nothing is changed.
+    4. A refusal by the service (e.g. not enough evidence) re-renders the card
+       with its message (422); a role refusal is a 403.
+    5. Success removes the card and updates the nav counters and toasts.
+    """
+    delta = delta_review_get(workspace=request.workspace, pk=pk)
+    if delta is None:
+        raise Http404("No such delta in this workspace.")
+
+    def refused(message: str):
+        if wants_fragment(request):
+            context = {**_card_context(request, pk), "errors": {action: message}}
+            return render_action(request, f"{template}#card", context, status=422)
+        messages.error(request, f"Delta #{pk}: {message}")
+        return redirect_back(list_url)
+
+    def removed():
+        if wants_fragment(request):
+            return render_action(request, REMOVED, {})
+        return redirect_back(list_url)
+
+    form = form_class(request.POST)
+    if not form.is_valid():
+        return refused(form.first_error())
+    if delta.status != expected:
+        messages.info(request, f"Delta #{pk} is already {delta.status}; nothing changed.")
+        return removed()
+    try:
+        service(delta=delta, user=request.user, reason=form.cleaned_data["reason"])
+    except ApplicationError as exc:
+        if exc.status_code == 403:
+            raise PermissionDenied(exc.message) from exc
+        return refused(exc.message)
+    messages.success(request, done.format(pk=pk, skill=delta.skill.name))
+    return removed()
+
+
+@require_role("reviewer")
+@require_POST
+def staged_approve(request, pk: int):
+    return _act(
+        request,
+        pk,
+        expected=DeltaStatus.STAGED,
+        action="approve",
+        service=delta_approve,
+        template=STAGED,
+        done="Delta #{pk} approved: {skill} uses it from the next session.",
+        list_url="reviews:staged",
+    )
+
+
+@require_role("reviewer")
+@require_POST
+def staged_reject(request, pk: int):
+    return _act(
+        request,
+        pk,
+        expected=DeltaStatus.STAGED,
+        action="reject",
+        service=delta_reject,
+        template=STAGED,
+        done="Delta #{pk} rejected and archived.",
+        list_url="reviews:staged",
+    )
+
+
+@require_role("reviewer")
+@require_POST
+def quarantine_confirm(request, pk: int):
+    return _act(
+        request,
+        pk,
+        expected=DeltaStatus.QUARANTINED,
+        action="confirm",
+        service=delta_confirm_quarantined,
+        template=QUARANTINE,
+        done="Delta #{pk} confirmed: {skill} uses it from the next session.",
+        list_url="reviews:quarantine",
+        form_class=ConfirmUntrustedForm,
+    )
+
+
+@require_role("reviewer")
+@require_POST
+def quarantine_reject(request, pk: int):
+    return _act(
+        request,
+        pk,
+        expected=DeltaStatus.QUARANTINED,
+        action="reject",
+        service=delta_reject,
+        template=QUARANTINE,
+        done="Delta #{pk} rejected and archived.",
+        list_url="reviews:quarantine",
+    )
+
+
+@require_role("reviewer")
+@require_POST
+def orphans_discard(request, pk: int):
+    return _act(
+        request,
+        pk,
+        expected=DeltaStatus.ORPHANED,
+        action="discard",
+        service=delta_reject,
+        template=ORPHANS,
+        done="Delta #{pk} discarded (archived).",
+        list_url="reviews:orphans",
+    )
+
+
+def _reapprove_one(*, delta, user, reason: str):
+    """Re-approve a single orphan; a refusal comes back as an error, like the other actions."""
+    result = delta_reapprove(deltas=[delta], user=user, reason=reason)
+    if result["refused"]:
+        refusal = result["refused"][0]
+        raise ApplicationError(refusal["message"], code=refusal["code"])
+    return result
+
+
+@require_role("reviewer")
+@require_POST
+def orphans_reapprove_one(request, pk: int):
+    delta = delta_review_get(workspace=request.workspace, pk=pk)
+    untrusted = delta is not None and delta.trust == "untrusted"
+    done = (
+        "Delta #{pk} is back in quarantine: untrusted deltas need a per-delta confirmation."
+        if untrusted
+        else "Delta #{pk} re-approved onto the current version of {skill}."
+    )
+    return _act(
+        request,
+        pk,
+        expected=DeltaStatus.ORPHANED,
+        action="reapprove",
+        service=_reapprove_one,
+        template=ORPHANS,
+        done=done,
+        list_url="reviews:orphans",
+    )
+
+
+def _selected_ids(request) -> list[int]:
+    values = request.POST.getlist("ids")[: settings.CAIRN_UI_PAGE_SIZE_MAX]
+    return sorted({int(v) for v in values if v.isdigit()})
+
+
+def _report(request, *, ids: list[int], found: dict, result: dict) -> dict:
+    """What a bulk re-approval did, per delta, for the report panel."""
+
+    def now(status: str, pks: list[int]) -> list:
+        rows = delta_review_list(workspace=request.workspace, status=status).filter(pk__in=pks)
+        return sorted(rows, key=lambda d: d.pk) if pks else []
+
+    reapproved = now(DeltaStatus.ACTIVE, result["reapproved"])
+    quarantined = now(DeltaStatus.QUARANTINED, result["quarantined"])
+    return {
+        "reapproved": reapproved,
+        "stale": [d for d in reapproved + quarantined if d.stale],
+        "quarantined": quarantined,
+        "refused": [{**r, "delta": found[r["id"]]} for r in result["refused"]],
+        # Ticked, but no longer an orphan of this workspace (someone acted first).
+        "skipped": [pk for pk in ids if pk not in found],
+    }
+
+
+@require_role("reviewer")
+@require_POST
+def orphans_reapprove(request):
+    """Bulk re-approve: the ticked orphans, one ``delta_reapprove`` call, a report.
+
+    Only orphans are looked up, so no other status (quarantined above all) can be
+    approved through this form, whatever ids are posted.
+    """
+    form = ReasonForm(request.POST)
+    ids = _selected_ids(request)
+    error = form.first_error() if not form.is_valid() else ""
+    if not ids:
+        error = "Tick at least one orphan to re-approve."
+    if error:
+        if wants_fragment(request):
+            context = {**_orphans_context(request), "bulk_error": error, "ticked": ids}
+            return render_action(request, f"{ORPHANS}#rows", context, status=422)
+        messages.error(request, error)
+        return redirect_back("reviews:orphans")
+    found = {
+        d.pk: d
+        for d in delta_review_list(workspace=request.workspace, status=DeltaStatus.ORPHANED)
+        .filter(pk__in=ids)
+        .order_by("id")
+    }
+    try:
+        result = delta_reapprove(
+            deltas=list(found.values()), user=request.user, reason=form.cleaned_data["reason"]
+        )
+    except ApplicationError as exc:
+        raise PermissionDenied(exc.message) from exc  # the role check is its only refusal
+    report = _report(request, ids=ids, found=found, result=result)
+    summary = f"Re-approved {len(report['reapproved'])} of {len(ids)}"
+    if report["stale"]:
+        summary += f" ({len(report['stale'])} stale)"
+    if report["quarantined"]:
+        summary += f"; {len(report['quarantined'])} back in quarantine"
+    if report["refused"]:
+        summary += f"; {len(report['refused'])} refused"
+    level = messages.SUCCESS if report["reapproved"] else messages.WARNING
+    messages.add_message(request, level, summary + ".")
+    if wants_fragment(request):
+        context = {**_orphans_context(request), "report": report}
+        return render_action(request, f"{ORPHANS}#rows", context)
+    return redirect_back("reviews:orphans")
+
+
+@require_role("reviewer")
+@require_POST
+def orphans_notice_seen(request, pk: int):
+    notice = orphan_notice_get(workspace=request.workspace, pk=pk)
+    if notice is None:
+        raise Http404("No such notice in this workspace.")
+    try:
+        orphan_notice_mark_seen(notice=notice, user=request.user)
+    except ApplicationError as exc:
+        raise PermissionDenied(exc.message) from exc
+    if wants_fragment(request):
+        return render_action(request, REMOVED, {})
+    return redirect_back("reviews:orphans")
