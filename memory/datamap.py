@@ -81,6 +81,25 @@ SelectFn = Callable[[QuerySet, Selector], QuerySet]
 
 
 @dataclass(frozen=True)
+class ById:
+    """A polymorphic id: ``type_field`` says which table ``targets[type]`` it points into."""
+
+    type_field: str
+    targets: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Prefixed:
+    """An id inside a string, ``<prefix><id>`` (the ledger's ``outcome:42``)."""
+
+    prefix: str
+    target: str
+
+
+_LEDGER_TARGETS = ById("target_type", {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"})
+
+
+@dataclass(frozen=True)
 class Derivation:
     """Rows of this table computed from rows of ``sources``.
 
@@ -121,6 +140,10 @@ class Table:
     # Section in the export document (None: never exported) and fields left out.
     export: str | None = None
     export_exclude: tuple[str, ...] = ()
+    # References by id without a foreign key, so export and import can remap them:
+    # field → "memory.X" (an id or a list of ids), ById(type_field, {type: label})
+    # (polymorphic) or Prefixed("outcome:", "memory.Outcome") (an id inside a string).
+    refs: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def model(self) -> type[models.Model]:
@@ -502,6 +525,7 @@ def _entries() -> list[Table]:
                 "memory.Knowledge": _ledger_for("knowledge"),
             },
             export="evidence",
+            refs={"target_id": _LEDGER_TARGETS},
         ),
         Table(
             "memory.ConfidenceChange",
@@ -523,6 +547,10 @@ def _entries() -> list[Table]:
                 ),
             ),
             export="confidence_changes",
+            refs={
+                "target_id": _LEDGER_TARGETS,
+                "evidence_id": Prefixed("outcome:", "memory.Outcome"),
+            },
         ),
         Table(
             "memory.Outcome",
@@ -662,6 +690,7 @@ def _entries() -> list[Table]:
             "Trust-ledger samples an agent posted (action type, scope, delta ids).",
             selectors={"agent": by_agent()},
             export="feedback_samples",
+            refs={"delta_ids": "memory.SkillDelta"},
         ),
         # ---- replays (last: other steps delete the records that quote their rows)
         Table(

@@ -37,7 +37,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from cairn.errors import ApplicationError
-from memory.datamap import TABLES, Plan, Selector, Table, followers_of
+from memory.datamap import TABLES, ById, Plan, Selector, Table, followers_of
 from memory.models import JobRun, Workspace
 from memory.services.audit import audit_record
 from memory.services.jobs import job_progress, job_run_create
@@ -76,40 +76,58 @@ def _exported_fields(table: Table) -> list[models.Field]:
     return out
 
 
+def _ref_targets(spec) -> set[str]:
+    if isinstance(spec, str):
+        return {spec}
+    if isinstance(spec, ById):
+        return set(spec.targets.values())
+    return {spec.target}
+
+
+def _ref_json(spec, names: dict[str, str]):
+    """A reference spec as the document's header states it (sections, not labels)."""
+    if isinstance(spec, str):
+        return names[spec]
+    if isinstance(spec, ById):
+        return {"by": spec.type_field, "sections": {k: names[v] for k, v in spec.targets.items()}}
+    return {"prefix": spec.prefix, "section": names[spec.target]}
+
+
 def export_sections() -> list[Section]:
-    """Exported tables in import order (a section references only earlier ones or itself)."""
+    """Exported tables in import order: every section comes after the sections it
+    references (a nullable reference may point forward when two tables point at
+    each other, like a skill and its current version; import fills it in last)."""
     by_label = {t.label: t for t in TABLES.values() if t.export}
     names = {label: t.export for label, t in by_label.items()}
     sections: dict[str, Section] = {}
-    deps: dict[str, set[str]] = {}
+    required: dict[str, set[str]] = {}
+    preferred: dict[str, set[str]] = {}
     for label, table in by_label.items():
         fields = _exported_fields(table)
         refs = {}
+        required[label], preferred[label] = set(), set()
         for f in fields:
-            if f.is_relation:
+            if f.is_relation and f.related_model._meta.label in names:
                 target = f.related_model._meta.label
-                if target in names:
-                    refs[f.name] = names[target]
+                refs[f.name] = names[target]
+                if target != label:
+                    (preferred if f.null else required)[label].add(target)
         m2m = tuple(
             f for f in table.model._meta.many_to_many if f.related_model._meta.label in names
         )
         for f in m2m:
             refs[f.name] = names[f.related_model._meta.label]
+        for name, spec in table.refs.items():
+            refs[name] = _ref_json(spec, names)
+            required[label] |= {t for t in _ref_targets(spec) if t != label}
         sections[label] = Section(table.export, table, tuple(fields), refs, m2m)
-        # Nullable references may point forward (filled in a second pass).
-        deps[label] = {
-            f.related_model._meta.label
-            for f in fields
-            if f.is_relation
-            and f.related_model._meta.label in names
-            and f.related_model._meta.label != label
-            and not f.null
-        }
     ordered: list[Section] = []
     done: set[str] = set()
-    pending = sorted(by_label, key=lambda lb: list(by_label).index(lb))
+    pending = list(by_label)
     while pending:
-        ready = [lb for lb in pending if deps[lb] <= done]
+        ready = [lb for lb in pending if (required[lb] | preferred[lb]) <= done]
+        if not ready:
+            ready = [lb for lb in pending if required[lb] <= done][:1]
         if not ready:
             raise RuntimeError(f"export sections have a required-reference cycle: {pending}")
         for lb in ready:
@@ -132,8 +150,9 @@ def _rows(plan: Plan, table: Table) -> QuerySet:
     ids: set[int] = set()
     if select is not None:
         ids |= set(select(scoped, plan.selector).values_list("pk", flat=True))
-    for derivation in table.derived:
-        ids |= set(derivation.rows(plan).values_list("pk", flat=True))
+    for owner, derivation in plan.derivations():
+        if owner.label == table.label and derivation.action == "delete":
+            ids |= set(derivation.rows(plan).values_list("pk", flat=True))
     return table.model._default_manager.filter(pk__in=ids)
 
 
@@ -520,7 +539,7 @@ def export_import(*, workspace: Workspace, path: Path, actor: str) -> dict[str, 
                     if mine and other in target:
                         rows.append(through(**{src: mine, dst: target[other]}))
             through.objects.bulk_create(rows, ignore_conflicts=True)
-    _reembed(idmap)
+    _reembed(idmap, loaded)
     audit_record(
         workspace=workspace,
         actor=actor,
@@ -561,27 +580,45 @@ def _import_section(
         if isinstance(f, models.DateTimeField) and (f.auto_now or f.auto_now_add)
     ]
     made: list[tuple[dict, models.Model]] = []
-    # Newest version first: a row's successor exists before the row points at it.
-    for record in _successors_first(records, self_refs):
+    # Rows go in id order, so ids keep their relative order. A self reference to a
+    # later row (a superseded version pointing at its successor) is filled in when
+    # that row arrives; the earlier row first points at itself ("steps aside", as
+    # fact_put does) so "one current row" constraints hold at every insert.
+    waiting: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: r["id"]):
         kwargs = {}
+        later: list[tuple[str, int]] = []
         for f in section.fields:
             value = record.get(f.name)
             if f.is_relation:
                 target = None
                 if value is not None and f not in forward:
                     target = idmap[f.related_model._meta.label].get(value)
+                    if target is None and f.name in self_refs and value >= record["id"]:
+                        later.append((f.attname, value))
                 if target is None and not f.null:
                     break
                 kwargs[f.attname] = target
+            elif f.name in section.table.refs:
+                mapped = _remap(section.table.refs[f.name], value, record, idmap)
+                if mapped is _DANGLING:
+                    break
+                kwargs[f.attname] = mapped
             else:
                 kwargs[f.attname] = _parse(f, value)
         else:
+            for pk, attname in waiting.get(record["id"], []):
+                model._default_manager.filter(pk=pk).update(**{attname: pk})
             if has_workspace:
                 kwargs["workspace_id"] = workspace.pk
             obj = model(**kwargs)
             obj.save(force_insert=True)
             idmap[label][record["id"]] = obj.pk
             made.append((record, obj))
+            for attname, target in later:
+                waiting[target].append((obj.pk, attname))
+            for pk, attname in waiting.pop(record["id"], []):
+                model._default_manager.filter(pk=pk).update(**{attname: obj.pk})
     if timestamps and made:
         # auto_now(_add) overwrote them on insert; bulk_update writes values as given.
         for record, obj in made:
@@ -593,25 +630,29 @@ def _import_section(
     return len(made)
 
 
-def _successors_first(records: list[dict], self_fields: list[str]) -> list[dict]:
-    if not self_fields:
-        return sorted(records, key=lambda r: r["id"])
-    by_id = {r["id"]: r for r in records}
-    depth: dict[int, int] = {}
+_DANGLING = object()
 
-    def level(rid: int, seen: frozenset = frozenset()) -> int:
-        if rid in depth:
-            return depth[rid]
-        record = by_id[rid]
-        best = 0
-        for name in self_fields:
-            nxt = record.get(name)
-            if nxt is not None and nxt != rid and nxt in by_id and nxt not in seen:
-                best = max(best, level(nxt, seen | {rid}) + 1)
-        depth[rid] = best
-        return best
 
-    return sorted(records, key=lambda r: (level(r["id"]), r["id"]))
+def _remap(spec, value, record: dict, idmap: dict[str, dict[int, int]]):
+    """An id reference without a foreign key, in the importing workspace's ids.
+
+    A reference to a row outside the export is dangling: the record is skipped
+    for a single id, dropped from a list, and left as written inside a string.
+    """
+    if value is None:
+        return None
+    if isinstance(spec, str):
+        if isinstance(value, list):
+            return [idmap[spec][v] for v in value if v in idmap[spec]]
+        return idmap[spec].get(value, _DANGLING)
+    if isinstance(spec, ById):
+        label = spec.targets.get(record.get(spec.type_field))
+        return idmap[label].get(value, _DANGLING) if label else _DANGLING
+    if isinstance(value, str) and value.startswith(spec.prefix):
+        rest = value[len(spec.prefix) :]
+        if rest.isdigit() and int(rest) in idmap[spec.target]:
+            return f"{spec.prefix}{idmap[spec.target][int(rest)]}"
+    return value
 
 
 def _fill_forward(section: Section, f: models.Field, records: list[dict], idmap) -> None:
@@ -624,42 +665,44 @@ def _fill_forward(section: Section, f: models.Field, records: list[dict], idmap)
             section.model._default_manager.filter(pk=mine).update(**{f.attname: target_map[value]})
 
 
-def _reembed(idmap: dict[str, dict[int, int]]) -> None:
-    """Embeddings are not exported: recompute them with this server's embedder."""
+def _reembed(idmap: dict[str, dict[int, int]], loaded: _Loaded) -> None:
+    """Embeddings are not exported: recompute them, with this server's embedder, for
+    the rows that had one (``embedding_model`` was set in the export)."""
     from memory.embeddings import EmbeddingError, get_embedder
     from memory.models import Knowledge, SkillDelta
     from memory.services.skills import delta_line
+
+    def had_vectors(section: str, label: str) -> list[int]:
+        return [
+            idmap[label][r["id"]]
+            for r in loaded.sections.get(section, [])
+            if r.get("embedding_model") and r["id"] in idmap[label]
+        ]
 
     try:
         embedder = get_embedder()
     except EmbeddingError:
         return
-    knowledge = list(Knowledge.objects.filter(pk__in=idmap.get("memory.Knowledge", {}).values()))
+    knowledge = list(Knowledge.objects.filter(pk__in=had_vectors("knowledge", "memory.Knowledge")))
     batch = settings.CAIRN_EMBEDDING_BATCH
-    for start in range(0, len(knowledge), batch):
-        part = knowledge[start : start + batch]
-        try:
+    try:
+        for start in range(0, len(knowledge), batch):
+            part = knowledge[start : start + batch]
             vectors = embedder.embed([k.content for k in part])
-        except EmbeddingError:
-            return
-        for item, vector in zip(part, vectors, strict=True):
-            item.embedding = vector
-            item.embedding_model = embedder.model_id
-        Knowledge.objects.bulk_update(part, ["embedding", "embedding_model"])
-    deltas = [
-        d
-        for d in SkillDelta.objects.filter(pk__in=idmap.get("memory.SkillDelta", {}).values())
-        if d.tier == 3
-    ]
-    for delta in deltas:
-        try:
-            trigger, payload = embedder.embed(
+            for item, vector in zip(part, vectors, strict=True):
+                item.embedding = vector
+                item.embedding_model = embedder.model_id
+            Knowledge.objects.bulk_update(part, ["embedding", "embedding_model"])
+        deltas = list(
+            SkillDelta.objects.filter(pk__in=had_vectors("skill_deltas", "memory.SkillDelta"))
+        )
+        for delta in deltas:
+            delta.trigger_embedding, delta.payload_embedding = embedder.embed(
                 [delta.trigger_text, delta_line(kind=delta.kind, payload=delta.payload)]
             )
-        except EmbeddingError:
-            return
-        delta.trigger_embedding, delta.payload_embedding = trigger, payload
-        delta.embedding_model = embedder.model_id
-    SkillDelta.objects.bulk_update(
-        deltas, ["trigger_embedding", "payload_embedding", "embedding_model"]
-    )
+            delta.embedding_model = embedder.model_id
+        SkillDelta.objects.bulk_update(
+            deltas, ["trigger_embedding", "payload_embedding", "embedding_model"]
+        )
+    except EmbeddingError:
+        return  # rows keep no vector; the embed backfill job fills them later
