@@ -63,3 +63,7 @@ class ErasureReceipt(models.Model):
 
     def __str__(self) -> str:
         return f"erasure receipt {self.pk} ({self.workspace_name}, {self.status})"
+
+    @property
+    def rows_deleted(self) -> int:
+        return sum(self.counts.values())

@@ -398,6 +398,18 @@ def export_file_get(*, run: JobRun) -> Path | None:
     return path
 
 
+def export_download_record(*, run: JobRun, actor: str) -> None:
+    """A download hands everything learned to someone: the audit log says who."""
+    audit_record(
+        workspace=run.workspace,
+        actor=actor,
+        action="export.download",
+        target_type="job_run",
+        target_id=run.pk,
+        details={"file": Path(run.result.get("file", "")).name},
+    )
+
+
 def export_files_forget(*, workspace: Workspace, older_than: dt.datetime | None = None) -> int:
     """Delete export files of ``workspace`` (all, or those older than a moment).
 
@@ -416,11 +428,9 @@ def export_files_forget(*, workspace: Workspace, older_than: dt.datetime | None 
                     continue
             path.unlink(missing_ok=True)
             deleted += 1
-    for run in JobRun.objects.filter(workspace=workspace, kind="export").exclude(
-        result__expired=True
-    ):
-        path = (run.result or {}).get("file")
-        if path and not (Path(settings.MEDIA_ROOT) / path).exists():
+    for run in JobRun.objects.filter(workspace=workspace, kind="export", result__has_key="file"):
+        path = run.result["file"]
+        if not run.result.get("expired") and not (Path(settings.MEDIA_ROOT) / path).exists():
             run.result = {**run.result, "expired": True}
             run.save(update_fields=["result"])
     return deleted
