@@ -143,9 +143,9 @@ def exports_start(request):
         return redirect_back("reviews:exports")
     messages.success(request, f"Export #{run.pk} started. It appears below when it is ready.")
     if wants_fragment(request):
-        context = _exports_context(request, form=form, started=run)
-        html = render_action(request, "reviews/exports.html#started", context)
-        return html
+        # The form comes back fresh, and the list (with the new, polling row) out of band.
+        context = _exports_context(request, form={"kind": "workspace"}, started=run)
+        return render_action(request, "reviews/exports.html#started", context)
     return redirect_back("reviews:exports")
 
 
