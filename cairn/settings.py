@@ -245,7 +245,47 @@ CAIRN_UI_SUGGESTION_SAMPLE = 500
 CAIRN_UI_ACTIVE_JOB_WINDOW = 1000
 
 # --- knowledge store and recall (SPEC section 3) ------------------------------
-# (constants for the knowledge store go here)
+# Hybrid recall: reciprocal-rank fusion of the vector and full-text candidate lists,
+# w_vec/(K+rank_vec) + w_text/(K+rank_text). The spec starts at 0.6/0.4 with the text
+# side as typed (AND); set by the numbers (bench/README.md, README "Benchmarks"): on
+# LoCoMo (1,535 questions) 0.3/0.7 with OR scored evidence hit@5 0.573 against 0.455
+# for 0.6/0.4 AND, keeping hit@3 0.95 on the 40-fact paraphrase fixture.
+CAIRN_RECALL_VECTOR_WEIGHT = envfloat("CAIRN_RECALL_VECTOR_WEIGHT", 0.3)
+CAIRN_RECALL_TEXT_WEIGHT = envfloat("CAIRN_RECALL_TEXT_WEIGHT", 0.7)
+CAIRN_RECALL_RRF_K = envint("CAIRN_RECALL_RRF_K", 60)
+# Full-text side: "and" = websearch_to_tsquery as typed (every word must match: a
+# question rarely shares all its words with the answer, LoCoMo hit@5 0.117 alone);
+# "or" = any of the query's lexemes, ranked by ts_rank_cd (0.559 alone).
+CAIRN_RECALL_TEXT_MODE = envstr("CAIRN_RECALL_TEXT_MODE", "or")
+# At most this many full-text matches are ranked (bounds the cost of common words).
+CAIRN_RECALL_TEXT_MATCH_CAP = envint("CAIRN_RECALL_TEXT_MATCH_CAP", 2000)
+# Strength is a tiebreaker only: score = relevance + 0.05 × confidence.
+CAIRN_RECALL_CONFIDENCE_WEIGHT = envfloat("CAIRN_RECALL_CONFIDENCE_WEIGHT", 0.05)
+# Adaptive top_k by query complexity (memory/selectors/knowledge.py: recall_default_top_k).
+CAIRN_RECALL_TOP_K_SIMPLE = 3
+CAIRN_RECALL_TOP_K_DEFAULT = 5
+CAIRN_RECALL_TOP_K_COMPLEX = 10
+CAIRN_RECALL_TOP_K_MAX = 50
+# Each candidate list holds max(top_k × factor, minimum) rows before fusion.
+CAIRN_RECALL_CANDIDATE_FACTOR = 4
+CAIRN_RECALL_CANDIDATE_MIN = 20
+# HNSW search breadth (raised to the candidate count when that is larger) and
+# pgvector 0.8 iterative scans, so tight filters do not starve the vector list.
+CAIRN_RECALL_EF_SEARCH = envint("CAIRN_RECALL_EF_SEARCH", 100)
+CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_order")
+CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
+# Dedup: Szymkiewicz–Simpson word overlap above this updates the existing item.
+CAIRN_DEDUP_OVERLAP = 0.8
+# Dedup looks only at this many candidates from each index (full-text, vector).
+CAIRN_DEDUP_CANDIDATES = 20
+# Lists, batches and conversation search.
+CAIRN_LIST_PAGE_SIZE = 50
+CAIRN_LIST_PAGE_SIZE_MAX = 200
+CAIRN_REMEMBER_BATCH_MAX = 100
+CAIRN_TOOL_CALL_BATCH_MAX = 200
+CAIRN_TOOL_CALL_ERROR_MAX_CHARS = 2000
+CAIRN_TOOL_STATS_RECENT_ERRORS = 10
+CAIRN_METADATA_MAX_BYTES = 8192
 
 
 # --- outcomes, evidence, lessons, decay (SPEC sections 4 and 7) ---------------

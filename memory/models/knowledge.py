@@ -130,6 +130,14 @@ class Knowledge(models.Model):
             models.CheckConstraint(
                 condition=Q(content__regex=r"\S"), name="knowledge_content_not_blank"
             ),
+            # One active error item per failing operation: a repeat updates it, a later
+            # success archives it (memory/services/conversations.py).
+            models.UniqueConstraint(
+                fields=["workspace", "operation_key"],
+                condition=Q(category="error", status="active", superseded_by__isnull=True)
+                & ~Q(operation_key=""),
+                name="knowledge_one_active_error_per_op",
+            ),
         ]
 
     def __str__(self) -> str:

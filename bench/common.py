@@ -1,0 +1,141 @@
+"""Shared set-up for benchmark scripts.
+
+Benchmarks run against the same kind of services as production (the embedded
+PostgreSQL + pgvector, or DATABASE_URL), in a database of their own
+(``cairn_bench`` unless CAIRN_BENCH_DATABASE says otherwise) that is created,
+migrated, and dropped at the end, so they never touch your data.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+BENCH_DATABASE = os.environ.get("CAIRN_BENCH_DATABASE", "cairn_bench")
+
+
+def _admin_connection(db_settings: dict):
+    import psycopg
+
+    return psycopg.connect(
+        host=db_settings.get("HOST") or None,
+        port=db_settings.get("PORT") or None,
+        user=db_settings.get("USER") or None,
+        password=db_settings.get("PASSWORD") or None,
+        dbname="postgres",
+        autocommit=True,
+    )
+
+
+def setup_django(database: str = BENCH_DATABASE) -> None:
+    """Point Django at the bench database (created and migrated if needed)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
+    os.environ["CAIRN_DATABASE_NAME"] = database
+    os.environ.setdefault("CAIRN_REDIS_DB", "2")
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    with _admin_connection(db) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
+            conn.execute(f'CREATE DATABASE "{database}"')
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test.utils import setup_test_environment
+
+    call_command("migrate", verbosity=0)
+    setup_test_environment()  # lets django.test.Client talk to the app
+
+
+def drop_database(database: str = BENCH_DATABASE) -> None:
+    from django.conf import settings
+    from django.db import connections
+
+    connections.close_all()
+    with _admin_connection(settings.DATABASES["default"]) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def assert_bench_database() -> None:
+    """Refuse to run destructive set-up anywhere but the bench database."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_database()")
+        name = cursor.fetchone()[0]
+    if name != BENCH_DATABASE:
+        raise SystemExit(f"refusing to truncate tables in {name!r}; expected {BENCH_DATABASE!r}")
+
+
+def percentiles(samples_s: list[float]) -> dict:
+    import numpy as np
+
+    ms = np.array(samples_s) * 1000.0
+    return {
+        "p50_ms": round(float(np.percentile(ms, 50)), 3),
+        "p95_ms": round(float(np.percentile(ms, 95)), 3),
+        "mean_ms": round(float(ms.mean()), 3),
+        "n": len(samples_s),
+    }
+
+
+def timed(fn, repeat: int) -> list[float]:
+    out = []
+    for i in range(repeat):
+        started = time.perf_counter()
+        fn(i)
+        out.append(time.perf_counter() - started)
+    return out
+
+
+@contextmanager
+def stopwatch():
+    box = {}
+    started = time.perf_counter()
+    yield box
+    box["s"] = time.perf_counter() - started
+
+
+def machine() -> dict:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        pg = cursor.fetchone()[0]
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        pgvector = cursor.fetchone()[0]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "postgres": pg,
+        "pgvector": pgvector,
+        "commit": commit,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        # The box may be shared: a load above the CPU count means noisy latencies.
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    """A GitHub-flavoured markdown table."""
+    head = "| " + " | ".join(columns) + " |"
+    rule = "| " + " | ".join("---" for _ in columns) + " |"
+    body = ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
+    return "\n".join([head, rule, *body])

@@ -1,0 +1,242 @@
+"""Conversation turns and tool calls (SPEC section 3; sessions in section 2).
+
+Incognito is honest: nothing from an incognito request is written anywhere (no
+row, no error item, no audit entry), and the answer says ``recorded: false``.
+The flag is per request: Cairn cannot remember that a session is incognito
+without recording it, so clients send it with every turn and tool call.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from cairn.errors import ApplicationError
+from memory.embeddings import EmbeddingError, get_embedder
+from memory.models import (
+    TURN_CONTENT_MAX_CHARS,
+    Agent,
+    ConversationTurn,
+    Knowledge,
+    ToolCall,
+    TurnRole,
+    Workspace,
+)
+from memory.services.knowledge import (
+    FailureRecord,
+    error_item_content,
+    knowledge_record_failures,
+    knowledge_resolve_failure,
+)
+from memory.services.secrets_scan import refuse_secrets
+from memory.services.validation import bad_request, check_aware, check_text, prefix_fields
+
+logger = logging.getLogger(__name__)
+
+SESSION_ID_MAX = 200
+DURATION_MS_MAX = 2**31 - 1
+
+
+def _check_session_id(value: Any, field_name: str = "session_id") -> str:
+    return check_text(field_name, value, max_chars=SESSION_ID_MAX, allow_blank=False)
+
+
+# --------------------------------------------------------------------------- turns
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    recorded: bool
+    turn: ConversationTurn | None = None
+    created: bool = False
+
+
+def turn_store(
+    *,
+    workspace: Workspace,
+    agent: Agent | None,
+    session_id: str,
+    role: str,
+    content: str,
+    turn_index: int,
+    context: str = "global",
+    incognito: bool = False,
+    at: datetime | None = None,
+) -> TurnResult:
+    """Store one conversation turn.
+
+    1. Incognito: return ``recorded=False``; nothing is validated further or written.
+    2. Validate (400 naming the field) and refuse credentials (422).
+    3. The same (agent, session, turn index, role) again: identical content returns
+       the stored turn (a retry); different content is a 409, never an overwrite.
+    """
+    if incognito:
+        return TurnResult(recorded=False)
+    session_id = _check_session_id(session_id)
+    if role not in TurnRole.values:
+        raise bad_request("role", f"must be one of {', '.join(TurnRole.values)}")
+    content = check_text("content", content, max_chars=TURN_CONTENT_MAX_CHARS, allow_blank=False)
+    context = check_text("context", context or "global", max_chars=200, allow_blank=False)
+    if not isinstance(turn_index, int) or isinstance(turn_index, bool) or turn_index < 0:
+        raise bad_request("turn_index", "must be a whole number >= 0")
+    at = check_aware("at", at) or timezone.now()
+    refuse_secrets({"content": content, "session_id": session_id, "context": context})
+    key = {
+        "workspace": workspace,
+        "agent": agent,
+        "session_id": session_id,
+        "turn_index": turn_index,
+        "role": role,
+    }
+    try:
+        with transaction.atomic():
+            turn = ConversationTurn.objects.create(
+                **key, content=content, context=context, created_at=at
+            )
+        return TurnResult(recorded=True, turn=turn, created=True)
+    except IntegrityError:
+        existing = ConversationTurn.objects.filter(**key).first()
+        if existing is None:  # pragma: no cover - another constraint failed
+            raise
+    if existing.content != content:
+        raise ApplicationError(
+            f"Turn {turn_index} ({role}) of session '{session_id}' is already stored with "
+            "different content; turns are not overwritten. Use the next turn_index.",
+            code="conflict",
+            fields={"turn_index": ["already stored with different content"]},
+            status_code=409,
+        )
+    return TurnResult(recorded=True, turn=existing, created=False)
+
+
+# --------------------------------------------------------------------------- tool calls
+
+
+@dataclass
+class ToolCallLogResult:
+    recorded: int = 0
+    incognito: int = 0
+    error_items: list[Knowledge] = field(default_factory=list)
+    resolved_items: list[Knowledge] = field(default_factory=list)
+
+
+def _check_call(index: int, raw: dict[str, Any]) -> dict[str, Any]:
+    try:
+        call = {
+            "session_id": _check_session_id(raw.get("session_id")),
+            "tool": check_text("tool", raw.get("tool"), max_chars=100, allow_blank=False),
+            "operation_key": check_text(
+                "operation_key", raw.get("operation_key"), max_chars=200, allow_blank=False
+            ),
+            "error": check_text(
+                "error",
+                raw.get("error") or "",
+                max_chars=settings.CAIRN_TOOL_CALL_ERROR_MAX_CHARS,
+            ),
+            "at": check_aware("at", raw.get("at")) or timezone.now(),
+        }
+        ok = raw.get("ok")
+        if not isinstance(ok, bool):
+            raise bad_request("ok", "must be true or false")
+        call["ok"] = ok
+        duration = raw.get("duration_ms")
+        if duration is not None and (
+            not isinstance(duration, int)
+            or isinstance(duration, bool)
+            or not 0 <= duration <= DURATION_MS_MAX
+        ):
+            raise bad_request("duration_ms", f"must be a whole number 0..{DURATION_MS_MAX}")
+        call["duration_ms"] = duration
+        refuse_secrets(
+            {
+                "session_id": call["session_id"],
+                "tool": call["tool"],
+                "operation_key": call["operation_key"],
+                "error": call["error"],
+            }
+        )
+    except ApplicationError as exc:
+        raise prefix_fields(exc, f"calls[{index}]") from None
+    return call
+
+
+def tool_calls_log(
+    *, workspace: Workspace, agent: Agent | None, calls: list[dict[str, Any]]
+) -> ToolCallLogResult:
+    """Log a batch of tool calls, all or nothing.
+
+    1. Drop calls marked incognito (counted, never written).
+    2. Validate every call (400 / 422 naming ``calls[i].field``) before writing any.
+    3. Embed the error items' texts in one batch, outside the transaction.
+    4. In one transaction: insert the calls, then walk them in time order: a failure
+       stores or refreshes the operation's one active ``error`` item; a success
+       archives it (memory/services/knowledge.py holds both rules).
+    """
+    if len(calls) > settings.CAIRN_TOOL_CALL_BATCH_MAX:
+        raise bad_request("calls", f"at most {settings.CAIRN_TOOL_CALL_BATCH_MAX} calls per batch")
+    result = ToolCallLogResult()
+    checked = []
+    for index, raw in enumerate(calls):
+        if raw.get("incognito"):
+            result.incognito += 1
+            continue
+        checked.append(_check_call(index, raw))
+    if not checked:
+        return result
+    contents = sorted(
+        {
+            error_item_content(tool=c["tool"], operation_key=c["operation_key"], error=c["error"])
+            for c in checked
+            if not c["ok"]
+        }
+    )
+    embeddings: dict[str, list[float]] = {}
+    if contents:
+        try:
+            embeddings = dict(zip(contents, get_embedder().embed(contents), strict=True))
+        except EmbeddingError:
+            logger.exception("embedding error items failed; storing them without vectors")
+    with transaction.atomic():
+        ToolCall.objects.bulk_create(
+            [ToolCall(workspace=workspace, agent=agent, **c) for c in checked]
+        )
+        result.recorded = len(checked)
+        for call in sorted(checked, key=lambda c: c["at"]):
+            if call["ok"]:
+                resolved = knowledge_resolve_failure(
+                    workspace=workspace, operation_key=call["operation_key"], at=call["at"]
+                )
+                if resolved is not None:
+                    result.resolved_items.append(resolved)
+            else:
+                result.error_items.extend(
+                    knowledge_record_failures(
+                        failures=[
+                            FailureRecord(
+                                workspace=workspace,
+                                agent=agent,
+                                tool=call["tool"],
+                                operation_key=call["operation_key"],
+                                error=call["error"],
+                                at=call["at"],
+                                session_id=call["session_id"],
+                            )
+                        ],
+                        embeddings=embeddings,
+                    )
+                )
+    # An item can fail and then be resolved within one batch: report final states once.
+    result.error_items = _unique_latest(result.error_items)
+    result.resolved_items = _unique_latest(result.resolved_items)
+    return result
+
+
+def _unique_latest(items: list[Knowledge]) -> list[Knowledge]:
+    by_id = {item.pk: item for item in items}
+    return [by_id[pk] for pk in sorted(by_id)]

@@ -1,0 +1,162 @@
+"""Credential refusal (SPEC section 3): text that looks like a secret is never stored.
+
+One detector for every write path (knowledge, conversation turns, tool calls,
+lessons, skill deltas). It answers *what kind* of secret it saw, never the
+secret itself, so the refusal can name the field without echoing the value.
+
+Usage::
+
+    refuse_secrets({"content": content, "metadata": metadata})
+    # raises ApplicationError(code="credential_refused", status 422,
+    #                         fields={"content": ["looks like an OpenAI-style API key ..."]})
+
+The patterns aim at shapes, not words: "use port 5432" or "the password policy
+requires 12 chars" pass; ``password=hunter22`` or ``postgres://u:p4ss@db`` do not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cairn.errors import ApplicationError
+
+CREDENTIAL_REFUSED = "credential_refused"
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    kind: str  # human-readable, e.g. "GitHub token"
+
+
+# (kind, pattern). Boundaries keep the prefixes from matching inside ordinary words.
+_TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "private key block",
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ),
+    ("OpenAI-style API key", re.compile(r"(?<![A-Za-z0-9])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}")),
+    ("Stripe key", re.compile(r"(?<![A-Za-z0-9])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    (
+        "AWS access key id",
+        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA)[0-9A-Z]{16}(?![A-Z0-9])"),
+    ),
+    ("GitHub token", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}")),
+    ("GitHub token", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,}")),
+    ("GitLab token", re.compile(r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}")),
+    ("Slack token", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("Google API key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}")),
+    ("Cairn token", re.compile(r"(?<![A-Za-z0-9])cairn_[0-9a-f]{8}_[A-Za-z0-9_-]{20,}")),
+    (
+        "JSON Web Token",
+        re.compile(
+            r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+        ),
+    ),
+    (
+        "bearer token",
+        re.compile(r"(?i)\bauthorization:\s*(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{16,}"),
+    ),
+)
+
+# scheme://user:password@host — the password part is what we look at.
+_URL_CREDENTIALS = re.compile(
+    r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@]{1,200}:(?P<secret>[^\s/@]{1,200})@[^\s/@]"
+)
+
+# password=..., api_key: "...", "client_secret": "..." — a name, an assignment, a value.
+_ASSIGNMENT_NAMES = (
+    r"password|passwd|passphrase|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key"
+    r"|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|token"
+)
+_ASSIGNMENT = re.compile(
+    rf"(?i)(?<![A-Za-z0-9_])[\"']?(?:{_ASSIGNMENT_NAMES})[\"']?"
+    r"(?:\s*(?<![=!<>])=(?!=)\s*|\s*:=\s*|\s*:\s*(?=[\"']))"
+    r"(?P<secret>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|[^\s\"',;)}\]]{1,300})"
+)
+
+# Values that name where a secret lives rather than being one.
+_PLACEHOLDER = re.compile(
+    r"""(?ix)^(
+        \$\{?[A-Za-z_][A-Za-z0-9_]*\}?      # $VAR, ${VAR}
+      | %\([A-Za-z_]+\)s                     # %(name)s
+      | \{\{?[^}]*\}?\}                      # {name}, {{ name }}
+      | <.*                                  # <password>, <your token>
+      | [*xX.•]+                             # ****, xxxx, ...
+      | (none|null|nil|true|false|empty|redacted|changeme|required|optional|secret|password)
+      | (os\.environ|os\.getenv|getenv|env\(|process\.env|settings\.|config\.).*
+    )$"""
+)
+_MIN_SECRET_CHARS = 4
+
+
+def _looks_like_placeholder(value: str) -> bool:
+    value = value.strip().strip("\"'")
+    return len(value) < _MIN_SECRET_CHARS or bool(_PLACEHOLDER.match(value))
+
+
+def find_secret(text: str) -> SecretFinding | None:
+    """The first credential-shaped thing in ``text``, or ``None``."""
+    if not text:
+        return None
+    for kind, pattern in _TOKEN_PATTERNS:
+        if pattern.search(text):
+            return SecretFinding(kind=kind)
+    for match in _URL_CREDENTIALS.finditer(text):
+        if not _looks_like_placeholder(match.group("secret")):
+            return SecretFinding(kind="password in a URL")
+    for match in _ASSIGNMENT.finditer(text):
+        if not _looks_like_placeholder(match.group("secret")):
+            return SecretFinding(kind="password or secret assignment")
+    return None
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(dotted path, string) for every string in a JSON-like value, keys included."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, inner in value.items():
+            key_path = f"{path}.{key}" if path else str(key)
+            yield key_path, str(key)
+            if isinstance(inner, str):
+                # {"password": "..."}: the pair, as JSON, is an assignment.
+                yield key_path, json.dumps({str(key): inner}, ensure_ascii=False)
+            yield from _walk(inner, key_path)
+    elif isinstance(value, list | tuple):
+        for index, inner in enumerate(value):
+            yield from _walk(inner, f"{path}[{index}]")
+
+
+def scan_fields(fields: Mapping[str, Any]) -> dict[str, SecretFinding]:
+    """{field path: finding} for every field whose text (or nested JSON) holds a secret."""
+    found: dict[str, SecretFinding] = {}
+    for name, value in fields.items():
+        for path, text in _walk(value, name):
+            if path in found:
+                continue
+            finding = find_secret(text)
+            if finding is not None:
+                found[path] = finding
+    return found
+
+
+def refuse_secrets(fields: Mapping[str, Any]) -> None:
+    """Raise a 422 ``credential_refused`` naming each field that holds a secret."""
+    found = scan_fields(fields)
+    if not found:
+        return
+    names = ", ".join(found)
+    raise ApplicationError(
+        f"Refused: {names} looks like it contains a credential. Cairn never stores secrets; "
+        "store where the secret lives (for example 'the deploy key is in the vault under ci/deploy') "
+        "instead of the secret itself.",
+        code=CREDENTIAL_REFUSED,
+        fields={
+            path: [f"looks like a {finding.kind}; remove it or refer to where it is kept"]
+            for path, finding in found.items()
+        },
+    )

@@ -1,0 +1,379 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.models import Knowledge
+from tests.factories_knowledge import KnowledgeFactory
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/knowledge/"
+GITHUB_TOKEN = "ghp_" + "Ab12" * 9
+
+
+def _remember(api, **body):
+    return api.post(URL, {"content": "The CI runs on GitHub Actions", **body}, format="json")
+
+
+def _error(response):
+    body = response.json()
+    assert set(body) == {"error"}
+    return body["error"]
+
+
+# --------------------------------------------------------------------------- POST /knowledge/
+
+
+def test_it_remembers_and_answers_201_with_the_item(api):
+    response = _remember(api, category="fact", context="work", entity="project:cairn")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["content"] == "The CI runs on GitHub Actions"
+    assert (body["category"], body["context"], body["entity"]) == ("fact", "work", "project:cairn")
+    assert body["deduplicated_into"] is None
+    assert body["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8"
+    assert "embedding" not in body
+    assert Knowledge.objects.get(pk=body["id"]).workspace == api.agent.workspace
+
+
+def test_a_repeat_answers_200_with_deduplicated_into(api):
+    first = _remember(api).json()
+    response = _remember(api, content="The CI runs on GitHub Actions runners")
+    assert response.status_code == 200
+    assert response.json()["deduplicated_into"] == first["id"]
+    assert response.json()["id"] == first["id"]
+    assert Knowledge.objects.count() == 1
+
+
+def test_content_over_2000_characters_is_a_400_naming_content(api):
+    response = _remember(api, content="a" * 2001)
+    assert response.status_code == 400
+    assert list(_error(response)["fields"]) == ["content"]
+    assert not Knowledge.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"content": ""}, "content"),
+        ({"content": "   "}, "content"),
+        ({"category": "gossip"}, "category"),
+        ({"due_at": "not a date"}, "due_at"),
+        ({"metadata": ["not", "an", "object"]}, "metadata"),
+        ({"embedding": [0.1, 0.2]}, "embedding"),
+        ({"confidence": 0.99}, "confidence"),
+        ({"source": "user"}, "source"),
+        ({"category": "reminder"}, "due_at"),
+        ({"context": "x" * 201}, "context"),
+    ],
+)
+def test_each_validation_error_is_a_400_naming_the_field(api, body, field):
+    response = _remember(api, **body)
+    assert response.status_code == 400, response.json()
+    assert field in _error(response)["fields"]
+    assert not Knowledge.objects.exists()
+
+
+def test_a_privileged_category_is_a_403_that_says_so(api):
+    response = _remember(api, category="permission")
+    assert response.status_code == 403
+    error = _error(response)
+    assert error["code"] == "privileged_category"
+    assert "403" in error["message"] and error["fields"] == {
+        "category": ["writable only by people"]
+    }
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "my token is " + GITHUB_TOKEN,
+        "AWS key " + "AKIA" + "ABCDEFGHIJKLMNOP",
+        "login with https://bob:" + "pa55word" + "@intranet.example.com",
+        "-----BEGIN " + "EC PRIVATE KEY-----",
+    ],
+)
+def test_credentials_are_refused_with_422(api, content):
+    response = _remember(api, content=content)
+    assert response.status_code == 422
+    error = _error(response)
+    assert error["code"] == "credential_refused"
+    assert list(error["fields"]) == ["content"]
+    assert GITHUB_TOKEN not in response.content.decode()
+    assert not Knowledge.objects.exists()
+
+
+def test_a_reminder_is_stored_with_its_due_time(api):
+    due = (timezone.now() + timedelta(days=1)).replace(microsecond=0)
+    response = _remember(
+        api, content="Renew the TLS certificate", category="reminder", due_at=due.isoformat()
+    )
+    assert response.status_code == 201
+    assert Knowledge.objects.get().due_at == due
+
+
+def test_it_needs_a_token(client):
+    response = client.post(URL, {"content": "x"}, content_type="application/json")
+    assert response.status_code == 401
+    assert _error(response)["code"] == "not_authenticated"
+
+
+# --------------------------------------------------------------------------- batch
+
+
+def test_a_batch_stores_all_items(api):
+    response = api.post(
+        URL + "batch/",
+        {"items": [{"content": "Fact one about builds"}, {"content": "Another, on deploys"}]},
+        format="json",
+    )
+    assert response.status_code == 201
+    assert response.json()["created"] == 2
+    assert Knowledge.objects.count() == 2
+
+
+def test_a_batch_with_one_bad_item_stores_nothing_and_names_it(api):
+    response = api.post(
+        URL + "batch/",
+        {"items": [{"content": "fine"}, {"content": "b" * 2001}]},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert list(_error(response)["fields"]) == ["items[1].content"]
+    response = api.post(
+        URL + "batch/",
+        {"items": [{"content": "fine"}, {"content": "token " + GITHUB_TOKEN}]},
+        format="json",
+    )
+    assert response.status_code == 422
+    assert list(_error(response)["fields"]) == ["items[1].content"]
+    assert not Knowledge.objects.exists()
+
+
+# --------------------------------------------------------------------------- GET list
+
+
+def test_the_list_is_paginated_newest_first(api):
+    items = [KnowledgeFactory(workspace=api.agent.workspace, content=f"item {i}") for i in range(5)]
+    first = api.get(URL, {"limit": 2}).json()
+    assert (first["count"], first["limit"], first["offset"], first["next_offset"]) == (5, 2, 0, 2)
+    assert [r["id"] for r in first["results"]] == [items[4].pk, items[3].pk]
+    last = api.get(URL, {"limit": 2, "offset": 4}).json()
+    assert [r["id"] for r in last["results"]] == [items[0].pk]
+    assert last["next_offset"] is None
+
+
+def test_the_list_filters(api):
+    ws = api.agent.workspace
+    note = KnowledgeFactory(workspace=ws, category="note", context="work")
+    KnowledgeFactory(workspace=ws, category="fact", context="work")
+    archived = KnowledgeFactory(workspace=ws, status="archived")
+    KnowledgeFactory(workspace=ws, sensitive=True)
+    assert [r["id"] for r in api.get(URL, {"category": "note"}).json()["results"]] == [note.pk]
+    assert api.get(URL, {"context": "work"}).json()["count"] == 2
+    assert [r["id"] for r in api.get(URL, {"status": "archived"}).json()["results"]] == [
+        archived.pk
+    ]
+    assert api.get(URL).json()["count"] == 2  # active, not sensitive
+    assert api.get(URL, {"include_sensitive": "true"}).json()["count"] == 3
+
+
+@pytest.mark.parametrize(
+    "params", [{"limit": 0}, {"limit": 201}, {"offset": -1}, {"status": "gone"}]
+)
+def test_bad_list_parameters_are_a_400(api, params):
+    response = api.get(URL, params)
+    assert response.status_code == 400
+    assert list(_error(response)["fields"]) == list(params)
+
+
+def test_the_list_runs_a_fixed_number_of_queries(api, django_assert_num_queries):
+    for i in range(10):
+        KnowledgeFactory(workspace=api.agent.workspace, content=f"row {i}")
+    api.get(URL)  # the token's first use also records last_used_at
+    # token look-up, the page, the count: the same for 10 rows as for 1
+    with django_assert_num_queries(3):
+        assert api.get(URL).status_code == 200
+
+
+# --------------------------------------------------------------------------- GET, PATCH, DELETE one
+
+
+def test_it_reads_one_item(api):
+    item = KnowledgeFactory(workspace=api.agent.workspace)
+    response = api.get(f"{URL}{item.pk}/")
+    assert response.status_code == 200
+    assert response.json()["content"] == item.content
+
+
+def test_a_missing_item_is_a_404(api):
+    assert api.get(f"{URL}999999/").status_code == 404
+    assert api.get(f"{URL}99999999999999999999999/").status_code == 404
+
+
+def test_patch_changes_fields_in_place(api):
+    item = KnowledgeFactory(workspace=api.agent.workspace)
+    response = api.patch(f"{URL}{item.pk}/", {"domain": "ci", "sensitive": True}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["id"], body["domain"], body["sensitive"], body["supersedes"]) == (
+        item.pk,
+        "ci",
+        True,
+        None,
+    )
+
+
+def test_patch_with_new_content_answers_with_the_new_version(api):
+    item = KnowledgeFactory(workspace=api.agent.workspace, content="Standup at ten")
+    response = api.patch(f"{URL}{item.pk}/", {"content": "Standup at eleven"}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["supersedes"] == item.pk and body["id"] != item.pk
+    assert body["content"] == "Standup at eleven"
+    old = api.get(f"{URL}{item.pk}/").json()
+    assert old["superseded_by"] == body["id"] and old["content"] == "Standup at ten"
+    again = api.patch(f"{URL}{item.pk}/", {"content": "Standup at noon"}, format="json")
+    assert again.status_code == 409
+    assert _error(again)["code"] == "superseded"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"content": "c" * 2001}, 400, "content"),
+        ({"content": "use " + GITHUB_TOKEN}, 422, "content"),
+        ({"category": "system"}, 403, "category"),
+        ({"confidence": 1.0}, 400, "confidence"),
+        ({"pinned": True}, 400, "pinned"),
+        ({"due_at": "tomorrow"}, 400, "due_at"),
+    ],
+)
+def test_patch_validation_errors_name_the_field(api, body, status, field):
+    item = KnowledgeFactory(workspace=api.agent.workspace, content="unchanged")
+    response = api.patch(f"{URL}{item.pk}/", body, format="json")
+    assert response.status_code == status
+    assert field in _error(response)["fields"]
+    item.refresh_from_db()
+    assert (item.content, item.category, item.confidence, item.pinned) == (
+        "unchanged",
+        "fact",
+        0.5,
+        False,
+    )
+
+
+def test_an_agent_cannot_patch_a_sealed_item(api):
+    item = KnowledgeFactory(workspace=api.agent.workspace, sealed=True)
+    response = api.patch(f"{URL}{item.pk}/", {"domain": "x"}, format="json")
+    assert response.status_code == 403
+    assert _error(response)["code"] == "protected"
+
+
+def test_delete_by_an_agent_archives_and_says_so(api):
+    item = KnowledgeFactory(workspace=api.agent.workspace, content="VPN is WireGuard")
+    response = api.delete(f"{URL}{item.pk}/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "archived" and "restorable" in body["message"]
+    item.refresh_from_db()
+    assert item.status == "archived"
+    recall = api.post("/api/v1/recall/", {"query": "VPN"}, format="json").json()
+    assert item.pk not in [r["id"] for r in recall["results"]]
+    assert api.delete(f"{URL}{item.pk}/").status_code == 200  # idempotent
+    assert api.get(f"{URL}{item.pk}/").json()["status"] == "archived"
+
+
+# --------------------------------------------------------------------------- isolation
+
+
+def test_another_workspace_can_neither_read_nor_change_nor_detect_items(api, make_api):
+    item = KnowledgeFactory(workspace=api.agent.workspace, content="Workspace A's secret plan")
+    other = make_api()
+    missing = other.get(f"{URL}999999/")
+    for response in (
+        other.get(f"{URL}{item.pk}/"),
+        other.patch(f"{URL}{item.pk}/", {"domain": "stolen"}, format="json"),
+        other.patch(f"{URL}{item.pk}/", {"content": "overwritten"}, format="json"),
+        other.delete(f"{URL}{item.pk}/"),
+    ):
+        assert response.status_code == 404
+        assert response.json() == {
+            "error": {**missing.json()["error"], "message": f"No knowledge item {item.pk}."}
+        }
+    assert other.get(URL).json()["count"] == 0
+    recall = other.post("/api/v1/recall/", {"query": "secret plan"}, format="json").json()
+    assert recall["results"] == []
+    item.refresh_from_db()
+    assert (item.content, item.domain, item.status) == ("Workspace A's secret plan", "", "active")
+
+
+# --------------------------------------------------------------------------- recall
+
+
+def test_recall_answers_ranked_results_with_ranks_and_scores(api):
+    ws = api.agent.workspace
+    item = KnowledgeFactory(workspace=ws, content="Sarah prefers morning meetings")
+    KnowledgeFactory(workspace=ws, content="The build uses Bazel")
+    response = api.post(
+        "/api/v1/recall/", {"query": "when does Sarah like meetings"}, format="json"
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["top_k"] == 3  # short, simple query
+    top = body["results"][0]
+    assert top["id"] == item.pk
+    assert {"vector_rank", "text_rank", "score", "relevance", "confidence"} <= set(top)
+    assert top["score"] == pytest.approx(top["relevance"] + 0.05 * top["confidence"])
+
+
+def test_recall_uses_top_k_and_filters(api):
+    ws = api.agent.workspace
+    for i in range(6):
+        KnowledgeFactory(workspace=ws, content=f"Deploy note {i}", context="work")
+    KnowledgeFactory(workspace=ws, content="Deploy note home", context="home")
+    body = api.post(
+        "/api/v1/recall/", {"query": "deploy", "context": "work", "top_k": 4}, format="json"
+    ).json()
+    assert body["top_k"] == 4 and len(body["results"]) == 4
+    assert {r["context"] for r in body["results"]} == {"work"}
+
+
+def test_recall_counts_use_but_leaves_confidence(api):
+    item = KnowledgeFactory(
+        workspace=api.agent.workspace, content="VPN is WireGuard", confidence=0.6
+    )
+    api.post("/api/v1/recall/", {"query": "which VPN"}, format="json")
+    item.refresh_from_db()
+    assert (item.use_count, item.confidence) == (1, 0.6)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "query"),
+        ({"query": ""}, "query"),
+        ({"query": "x", "top_k": 0}, "top_k"),
+        ({"query": "x", "top_k": 51}, "top_k"),
+        ({"query": "x", "time_from": "yesterday"}, "time_from"),
+        ({"query": "x", "embedding": [1.0]}, "embedding"),
+        ({"query": "x", "category": "nope"}, "category"),
+        ({"query": "x", "unknown": 1}, "unknown"),
+    ],
+)
+def test_recall_validation_errors_are_400s(api, body, field):
+    response = api.post("/api/v1/recall/", body, format="json")
+    assert response.status_code == 400
+    assert field in _error(response)["fields"]
+
+
+def test_recall_accepts_a_client_query_vector(api):
+    item = KnowledgeFactory(workspace=api.agent.workspace, content="anything")
+    response = api.post(
+        "/api/v1/recall/",
+        {"query": "unrelated words", "embedding": list(item.embedding)},
+        format="json",
+    )
+    assert response.status_code == 200
+    assert response.json()["results"][0]["vector_rank"] == 1
