@@ -36,7 +36,7 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.db import models
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
-from django.db.models.fields.json import KeyTransform
+from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import Cast
 
 from memory.models import Agent, Workspace
@@ -345,20 +345,28 @@ class Plan:
 def _knowledge_from_turns(plan: Plan) -> QuerySet:
     """Summaries and extracted items built from erased turns name their sessions."""
     sessions = plan.direct("memory.ConversationTurn").values("session_id")
-    return plan.scoped("memory.Knowledge").filter(
-        Q(metadata__session_id__in=sessions)
-        | Q(_JsonListOverlaps("metadata", "sessions", ArraySubquery(sessions))),
-        source__in=["consolidation", "extract"],
+    return (
+        plan.scoped("memory.Knowledge")
+        .alias(_session=KT("metadata__session_id"))
+        .filter(
+            Q(_session__in=sessions)
+            | Q(_JsonListOverlaps("metadata", "sessions", ArraySubquery(sessions))),
+            source__in=["consolidation", "extract"],
+        )
     )
 
 
 def _errors_from_tool_calls(plan: Plan) -> QuerySet:
     """An error item is built from failed tool calls on its operation."""
     failed = plan.direct("memory.ToolCall").filter(ok=False)
-    return plan.scoped("memory.Knowledge").filter(
-        Q(operation_key__in=failed.values("operation_key"))
-        | Q(metadata__session_id__in=failed.values("session_id")),
-        category="error",
+    return (
+        plan.scoped("memory.Knowledge")
+        .alias(_session=KT("metadata__session_id"))
+        .filter(
+            Q(operation_key__in=failed.values("operation_key"))
+            | Q(_session__in=failed.values("session_id")),
+            category="error",
+        )
     )
 
 

@@ -18,10 +18,12 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connection
 
-from memory.models import Agent, Knowledge, Workspace
+from memory.models import Agent, Workspace
+from memory.services.conversations import tool_calls_log, turn_store
 from memory.services.deltas import delta_create
 from memory.services.facts import fact_put
 from memory.services.idempotency import idempotency_store, request_digest
+from memory.services.knowledge import Actor, knowledge_remember
 from memory.services.outcomes import outcome_record
 from memory.services.skills import agent_tools_set, effective_skill_resolve, skill_register
 from memory.services.trust import feedback_record
@@ -49,6 +51,7 @@ class Bundle:
     lessons: list[int] = field(default_factory=list)
     deltas: list[int] = field(default_factory=list)
     facts: list[int] = field(default_factory=list)
+    error_items: list[int] = field(default_factory=list)
 
 
 def workspace_ready(workspace: Workspace) -> None:
@@ -83,14 +86,14 @@ def bundle(
     )
     workspace = agent.workspace
     # Knowledge (an item in the bundle's context, about its entity, from its session).
-    item = Knowledge.objects.create(
+    item = knowledge_remember(
         workspace=workspace,
-        agent=agent,
+        actor=Actor.for_agent(agent),
         content=text("knowledge", f"The {name} team deploys on Fridays."),
         entity=b.entity,
         context=b.context,
         metadata={"session_id": b.session},
-    )
+    ).item
     b.knowledge.append(item.pk)
     # An outcome that teaches a mechanical lesson: pip failed, uv worked, on one target.
     target = text("lesson", f"requirements-{name}.txt").replace(" ", "-")
@@ -155,14 +158,9 @@ def bundle(
 
 
 def _raw_history(b: Bundle, *, name: str, text) -> None:
-    """Turns and tool calls, when the conversations area is installed."""
-    try:
-        turn = apps.get_model("memory.ConversationTurn")
-        call = apps.get_model("memory.ToolCall")
-    except LookupError:
-        return
+    """A turn, and a failed tool call (which writes the operation's error item)."""
     workspace = b.agent.workspace
-    turn.objects.create(
+    turn_store(
         workspace=workspace,
         agent=b.agent,
         session_id=b.session,
@@ -171,15 +169,20 @@ def _raw_history(b: Bundle, *, name: str, text) -> None:
         content=text("turns", f"Please install the {name} dependencies."),
         context=b.context,
     )
-    call.objects.create(
+    logged = tool_calls_log(
         workspace=workspace,
         agent=b.agent,
-        session_id=b.session,
-        tool="shell",
-        operation_key="pip install",
-        ok=False,
-        error=text("tool_calls", f"pip: no matching distribution for {name}"),
+        calls=[
+            {
+                "session_id": b.session,
+                "tool": "shell",
+                "operation_key": f"pip:{name}",
+                "ok": False,
+                "error": text("tool_calls", f"pip: no matching distribution for {name}"),
+            }
+        ],
     )
+    b.error_items.extend(item.pk for item in logged.error_items)
 
 
 def confirm_lesson(*, agent: Agent, lesson_id: int, session: str, outcome_id: str, **kw) -> int:
@@ -268,9 +271,9 @@ def table_counts(workspace: Workspace) -> dict[str, int]:
     return {t.label: plan.scoped(t.label).count() for t in erasable_tables()}
 
 
-def rows_of(bundle: Bundle) -> dict[str, list[int]]:
+def rows_of(bundle: Bundle, *, error_items: bool = True) -> dict[str, list[int]]:
     return {
-        "memory.Knowledge": bundle.knowledge,
+        "memory.Knowledge": bundle.knowledge + (bundle.error_items if error_items else []),
         "memory.Outcome": bundle.outcomes,
         "memory.Lesson": bundle.lessons,
         "memory.SkillDelta": bundle.deltas,

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0004_knowledge_conversations'),
-        ('memory', '0008_merge_erasure_lessons'),
+        ("memory", "0004_knowledge_conversations"),
+        ("memory", "0008_merge_erasure_lessons"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -87,7 +87,7 @@ def test_it_previews_counts_per_table_without_deleting(admin, workspace):
     )
     assert response.status_code == 200
     body = response.json()
-    assert body["counts"]["memory.Knowledge"] == 1
+    assert body["counts"]["memory.Knowledge"] == 2  # the item and the session's error item
     assert body["counts"]["memory.SkillDelta"] == 1
     assert body["total"] == sum(body["counts"].values())
     assert Knowledge.objects.filter(pk__in=gone.knowledge).exists()
@@ -113,7 +113,7 @@ def test_it_exports_in_a_worker_and_serves_the_file(celery_worker_process, make_
     job = _wait_job(admin, response.json()["job_id"])
     assert job["kind"] == "export" and job["status"] == "succeeded"
     assert job["progress"] == 1.0
-    assert job["counts"]["knowledge"] == 1
+    assert job["counts"]["knowledge"] == 2  # an item and an error item
     download = admin.get(job["download_url"])
     assert download.status_code == 200
     text = b"".join(download.streaming_content).decode()

@@ -63,8 +63,10 @@ def test_it_erases_in_a_real_worker_and_leaves_a_receipt_without_content(celery_
     assert run.status == JobRun.Status.SUCCEEDED
     assert run.progress == 1.0
     assert run.counts == receipt.counts
-    assert receipt.counts["memory.Knowledge"] == 1
+    assert receipt.counts["memory.Knowledge"] == 2  # the item and the error item
     assert receipt.counts["memory.SkillDelta"] == 1
+    assert receipt.counts["memory.ConversationTurn"] == 1
+    assert receipt.counts["memory.ToolCall"] == 1
     assert receipt.remaining == {}
     assert receipt.digest == receipt_digest(receipt)
     # The receipt and everything around it holds only the selector's digest.

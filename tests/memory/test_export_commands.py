@@ -30,7 +30,7 @@ def test_it_exports_to_a_file_and_imports_it_into_a_new_workspace(populated, tmp
     call_command("import_export", str(path), "restored", stdout=out)
     assert "Imported into restored" in out.getvalue()
     restored = Workspace.objects.get(name="restored")
-    assert Knowledge.objects.filter(workspace=restored).count() == 2
+    assert Knowledge.objects.filter(workspace=restored).count() == 4  # 2 items, 2 error items
     again, original = io.StringIO(), io.StringIO()
     call_command("export", "restored", stdout=again, stderr=io.StringIO())
     call_command("export", populated.name, stdout=original, stderr=io.StringIO())
