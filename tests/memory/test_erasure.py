@@ -298,3 +298,80 @@ def test_it_keeps_only_a_digest_of_content_selectors():
     assert "Sarah" not in str(form)
     assert form["length"] == 10
     assert len(form["sha256"]) == 64
+
+
+def test_it_erases_summaries_built_from_erased_turns(populated):
+    from memory.services.knowledge import Actor, knowledge_remember
+
+    workspace = populated
+    agent = ready_agent(workspace, "summaries")
+    erased = bundle(agent=agent, name="e")
+    kept = bundle(agent=agent, name="k")
+    job = Actor.system("consolidate")
+    summary = knowledge_remember(
+        workspace=workspace,
+        actor=job,
+        content="Summary: the team discussed dependency installs over two sessions.",
+        category="note",
+        source="consolidation",
+        metadata={"sessions": [erased.session, kept.session]},
+    ).item
+    other = knowledge_remember(
+        workspace=workspace,
+        actor=job,
+        content="Summary: a quiet week with no incidents reported at all.",
+        category="note",
+        source="consolidation",
+        metadata={"sessions": [kept.session]},
+    ).item
+    erasure_execute(workspace=workspace, selector=Selector(kind="session", value=erased.session))
+    assert not exists("memory.Knowledge", summary.pk)
+    assert exists("memory.Knowledge", other.pk)
+
+
+def test_it_erases_facts_learned_from_the_turns_of_an_erased_delta(populated):
+    from memory.models import LearnedFact
+    from memory.services.facts import fact_put
+
+    workspace = populated
+    agent = ready_agent(workspace, "facts")
+    marker = new_marker()
+    erased = bundle(agent=agent, name="e", marker=marker, marked=frozenset({"delta"}))
+    kept = bundle(agent=agent, name="k")
+    # Learned from the same turn as the delta: goes with it, though it holds no marker.
+    sibling, _ = fact_put(
+        workspace=workspace,
+        agent=agent,
+        namespace="priority_senders",
+        key="sibling",
+        value={"email": "sibling@example.com"},
+        provenance={"source": "user_instruction", "turns": [f"{erased.session}#1"]},
+    )
+    erasure_execute(workspace=workspace, selector=Selector(kind="text", value=marker))
+    assert not LearnedFact.objects.filter(pk=sibling.pk).exists()
+    assert LearnedFact.objects.filter(pk__in=erased.facts + kept.facts).count() == 2
+
+
+def test_it_erases_umbrellas_proposed_from_erased_deltas(populated):
+    from memory.services.deltas import delta_consolidate, delta_create
+    from tests.memory.test_skill_jobs import SAME
+
+    workspace = populated
+    agent = ready_agent(workspace, "umbrella")
+    made = [
+        delta_create(
+            agent=agent,
+            skill_name="triage-inbox",
+            kind="preference",
+            anchor={"section": "drafting-replies"},
+            payload={"body": text},
+            provenance={"source": "user_instruction", "turns": [f"umb-{n}#1"]},
+        ).delta
+        for n, text in enumerate(SAME)
+    ]
+    assert delta_consolidate(workspace=workspace)["proposed"] == 1
+    umbrella = SkillDelta.objects.get(provenance_source="consolidation")
+    # Erasing one member's session erases the umbrella written from its payload.
+    erasure_execute(workspace=workspace, selector=Selector(kind="session", value="umb-0"))
+    assert not SkillDelta.objects.filter(pk__in=[umbrella.pk, made[0].pk]).exists()
+    assert SkillDelta.objects.filter(pk__in=[d.pk for d in made[1:]]).count() == len(made) - 1
