@@ -152,7 +152,7 @@ def _copy_rows(workspace_id: int, vectors, texts: list[str]) -> None:
                     (
                         workspace_id, texts[i], "fact", "", f"bucket:{bucket}", "global", False,
                         "import", 0.5, 0, Jsonb({"b": bucket}), "", False, False, "active",
-                        vectors[i], "random-unit", now, now,
+                        vectors[i], "client", now, now,
                     )
                 )  # fmt: skip
 
@@ -515,7 +515,12 @@ def _paraphrase_hits(configs) -> dict[str, float]:
     embedder = get_embedder()
     items = Knowledge.objects.bulk_create(
         [
-            Knowledge(workspace=workspace, content=fact, embedding=vector)
+            Knowledge(
+                workspace=workspace,
+                content=fact,
+                embedding=vector,
+                embedding_model=embedder.model_id,
+            )
             for (fact, _), vector in zip(FACTS, embedder.embed([f for f, _ in FACTS]), strict=True)
         ]
     )

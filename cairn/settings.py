@@ -288,6 +288,13 @@ CAIRN_TOOL_STATS_RECENT_ERRORS = 10
 CAIRN_METADATA_MAX_BYTES = 8192
 
 
+# Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
+CELERY_BEAT_SCHEDULE["embed-backfill"] = {
+    "task": "memory.tasks.embed_backfill",
+    "schedule": envint("CAIRN_EMBED_BACKFILL_S", 3600),
+}
+
+
 # --- outcomes, evidence, lessons, decay (SPEC sections 4 and 7) ---------------
 # Evidence weights (seed 004): retrieval and self-reports are worth zero.
 STRENGTH_BOOST = envfloat("CAIRN_STRENGTH_BOOST", 0.15)

@@ -87,6 +87,20 @@ def maintenance(run_id: int | None = None) -> int:
         return run.pk
 
 
+@shared_task(name="memory.tasks.embed_backfill")
+def embed_backfill(run_id: int | None = None) -> int:
+    """Re-embed rows from another (or no) embedder, with progress; safe to run twice."""
+    from memory.services.embedding_backfill import embed_backfill_run
+
+    with job_recorded(
+        kind="embed_backfill", run_id=run_id, task_id=embed_backfill.request.id or ""
+    ) as run:
+        if run is None:
+            return 0
+        run.counts = embed_backfill_run(run=run)
+        return run.pk
+
+
 @shared_task(name="memory.tasks.export_run")
 def export_run(run_id: int) -> int | None:
     """Write an export file for a queued export run (SPEC sections 7 and 8)."""

@@ -34,6 +34,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from cairn.errors import NotFoundError
+from memory.embeddings import get_embedder
 from memory.models import Knowledge, KnowledgeStatus, Workspace
 
 # --------------------------------------------------------------------------- get / list
@@ -293,6 +294,7 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
             SELECT k.id, k.embedding <=> %(qvec)s::vector AS dist
             FROM memory_knowledge k
             WHERE {where} AND k.embedding IS NOT NULL
+              AND k.embedding_model IN (%(emodel)s, 'client')
             ORDER BY k.embedding <=> %(qvec)s::vector
             LIMIT %(n)s
         ) v"""
@@ -382,6 +384,9 @@ def knowledge_search(
     params.update(
         {
             "qvec": vector_literal(query_embedding) if use_vector else None,
+            # Vectors from another embedder are in another space: skip them until
+            # the embed_backfill job has re-embedded them.
+            "emodel": get_embedder().model_id if use_vector else "",
             "text": query,
             "n": n,
             "w_vec": float(w_vec),

@@ -40,6 +40,7 @@ from memory.models import (
 from memory.selectors.lessons import lesson_ancestors, lesson_head
 from memory.services.audit import audit_record
 from memory.services.evidence import confidence_apply, evidence_apply, lesson_retire_system
+from memory.services.secrets_scan import refuse_secrets
 
 MECHANICAL_TEXT_MAX_CHARS = 500
 EVIDENCE_IDS_MAX = 50
@@ -71,6 +72,7 @@ def _text_clean(text: str, *, max_chars: int) -> str:
             fields={"text": [f"at most {max_chars} characters"]},
             status_code=400,
         )
+    refuse_secrets({"text": cleaned})
     return cleaned
 
 

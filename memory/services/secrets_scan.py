@@ -78,6 +78,13 @@ _ASSIGNMENT = re.compile(
     r"(?P<secret>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|[^\s\"',;)}\]]{1,300})"
 )
 
+# password: hunter2hunter2 — the YAML-ish form, unquoted. Only values mixing letters
+# and digits count, so prose ("password: see the vault") passes.
+_COLON_ASSIGNMENT = re.compile(
+    rf"(?i)(?<![A-Za-z0-9_])(?:{_ASSIGNMENT_NAMES})\s*:\s*(?P<secret>[^\s\"',;)}}\]]{{8,300}})"
+)
+_LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])")
+
 # Values that name where a secret lives rather than being one.
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(
@@ -110,6 +117,10 @@ def find_secret(text: str) -> SecretFinding | None:
             return SecretFinding(kind="password in a URL")
     for match in _ASSIGNMENT.finditer(text):
         if not _looks_like_placeholder(match.group("secret")):
+            return SecretFinding(kind="password or secret assignment")
+    for match in _COLON_ASSIGNMENT.finditer(text):
+        secret = match.group("secret")
+        if _LETTER_AND_DIGIT.match(secret) and not _looks_like_placeholder(secret):
             return SecretFinding(kind="password or secret assignment")
     return None
 

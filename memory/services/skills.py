@@ -1,8 +1,8 @@
 """Authored skills: SKILL.md parsing, registration, the tool registry, effective skills.
 
 Also home of the two content checks every learned write goes through:
-``_looks_like_credential`` (the one seam the shared secrets detector will replace)
-and ``injection_scan``.
+``credential_refuse`` (backed by the shared detector in secrets_scan) and
+``injection_scan``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from memory.models import (
     Workspace,
 )
 from memory.services.audit import audit_record
+from memory.services.secrets_scan import CREDENTIAL_REFUSED, find_secret
 
 WHOLE_BODY_SLUG = "body"
 SKILL_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$")
@@ -80,39 +81,10 @@ def storable_refuse(*, value, field_name: str) -> None:
             ) from None
 
 
-_CREDENTIAL_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
-    ("private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")),
-    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})")),
-    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("OpenAI/Anthropic key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}")),
-    ("Stripe key", re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("Cairn token", re.compile(r"\bcairn_[0-9a-f]{8}_[A-Za-z0-9_-]{20,}")),
-    ("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+")),
-    ("bearer token", re.compile(r"\bbearer\s+[A-Za-z0-9._~+/=-]{20,}", re.I)),
-    ("password in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@", re.I)),
-    (
-        "secret assignment",
-        re.compile(
-            r"\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token"
-            r"|client[_-]?secret|private[_-]?key)\b\s*[:=]\s*['\"]?[^\s'\"]{6,}",
-            re.I,
-        ),
-    ),
-)
-
-
 def _looks_like_credential(text: str) -> str | None:
-    """The kind of credential ``text`` seems to contain, or None.
-
-    The single seam for credential detection in skills, deltas and facts: the
-    shared detector (memory/services/secrets_scan.py) replaces this body.
-    """
-    for kind, pattern in _CREDENTIAL_PATTERNS:
-        if pattern.search(text):
-            return kind
-    return None
+    """The kind of credential ``text`` seems to contain, or None (the shared detector)."""
+    finding = find_secret(text)
+    return finding.kind if finding else None
 
 
 def credential_refuse(*, value, field_name: str) -> None:
@@ -124,7 +96,7 @@ def credential_refuse(*, value, field_name: str) -> None:
                 f"{field_name} contains what looks like a credential ({kind}). Learned "
                 "content must never hold secrets: remove it and store the secret in your "
                 "secret manager instead.",
-                code="credential",
+                code=CREDENTIAL_REFUSED,
                 fields={field_name: [f"looks like a {kind}"]},
             )
 

@@ -95,9 +95,9 @@ REFUSALS = [
     ("write_path_tool", _tool_hint(prefer=["send_now"])),
     ("write_path_tool", _tool_hint(prefer=["archive_message"])),
     ("write_path_tool", _tool_hint(prefer=["schedule_send"])),
-    ("credential", _pref("Use key AKIAIOSFODNN7EXAMPLE for the archive.")),
-    ("credential", _pref("login with password: hunter2hunter2")),
-    ("credential", _pref("token ghp_abcdefghijklmnopqrstuvwxyz0123456789")),
+    ("credential_refused", _pref("Use key AKIAIOSFODNN7EXAMPLE for the archive.")),
+    ("credential_refused", _pref("login with password: hunter2hunter2")),
+    ("credential_refused", _pref("token ghp_abcdefghijklmnopqrstuvwxyz0123456789")),
     ("too_large", _pref("x" * 401)),
     (
         "too_large",
@@ -423,7 +423,7 @@ def test_facts_refuse_credentials_bad_names_and_untrusted_sources(ready):
         format="json",
     )
     assert secret.status_code == 422
-    assert secret.json()["error"]["code"] == "credential"
+    assert secret.json()["error"]["code"] == "credential_refused"
     bad_ns = ready.put("/api/v1/facts/Bad%20NS/k/", {"value": 1}, format="json")
     assert bad_ns.status_code == 400
     assert "namespace" in bad_ns.json()["error"]["fields"]

@@ -3,7 +3,7 @@
 import pytest
 from django.core.management import call_command
 
-from memory.models import Lesson, Outcome, SkillDelta, Workspace
+from memory.models import Knowledge, Lesson, Outcome, SkillDelta, Workspace
 
 pytestmark = pytest.mark.django_db
 
@@ -29,6 +29,11 @@ def test_it_loads_once_and_populates_the_queues(capsys):
     assert flipped.state == "active"
     assert Lesson.objects.filter(workspace=workspace, state="claimed").count() == 1
     assert Outcome.objects.filter(workspace=workspace).count() == 6
+    knowledge = Knowledge.objects.filter(workspace=workspace, status="active")
+    assert knowledge.filter(category="reminder", due_at__isnull=False).count() == 1
+    assert knowledge.filter(category="error", operation_key="npm:ci").count() == 1
+    assert knowledge.filter(sensitive=True).count() == 1
+    assert knowledge.exclude(embedding=None).count() == knowledge.count()
 
     call_command("cairn_demo")
     assert "already loaded" in capsys.readouterr().out

@@ -295,3 +295,28 @@ def test_it_answers_404_for_ids_beyond_the_database_range(api):
     assert api.get(f"{URL}{huge}/").status_code == 404
     assert api.post(f"{URL}{huge}/retire/", {}, format="json").status_code == 404
     assert api.get(f"{URL}{huge}/history/").status_code == 404
+
+
+def test_a_lesson_holding_a_credential_is_refused_on_create_and_edit(api):
+    body = {
+        "text": "Deploy with password: hunter2hunter2 on the staging box.",
+        "operation_key": "deploy:staging",
+        "project_remote": "https://github.com/acme/shop.git",
+    }
+    refused = api.post("/api/v1/lessons/", body, format="json")
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "credential_refused"
+    assert "text" in refused.json()["error"]["fields"]
+    ok = api.post(
+        "/api/v1/lessons/",
+        {**body, "text": "Deploy to staging with the vault's key."},
+        format="json",
+    )
+    assert ok.status_code == 201, ok.content
+    edit = api.patch(
+        f"/api/v1/lessons/{ok.json()['id']}/",
+        {"text": "Use token ghp_abcdefghijklmnopqrstuvwxyz0123456789 to deploy."},
+        format="json",
+    )
+    assert edit.status_code == 422
+    assert edit.json()["error"]["code"] == "credential_refused"

@@ -4,7 +4,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from memory.embeddings import get_embedder
+from memory.embeddings import LOCAL_MODEL_ID, get_embedder
 from memory.models import Knowledge
 from memory.selectors.knowledge import knowledge_search, recall_default_top_k
 from memory.services.knowledge import (
@@ -17,6 +17,9 @@ from memory.services.knowledge import (
 from tests.factories import WorkspaceFactory
 from tests.factories_knowledge import KnowledgeFactory
 from tests.memory.recall_fixture import FACTS
+
+# Rows written straight to the table carry their model, as the services write them.
+MODEL = LOCAL_MODEL_ID
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +83,9 @@ def test_equal_relevance_is_broken_by_confidence(workspace):
     vector = get_embedder().embed_one("deploy checklist")
     weak = KnowledgeFactory(workspace=workspace, content="deploy checklist", confidence=0.3)
     strong = KnowledgeFactory(workspace=workspace, content="deploy checklist ", confidence=0.9)
-    Knowledge.objects.filter(pk__in=[weak.pk, strong.pk]).update(embedding=vector)
+    Knowledge.objects.filter(pk__in=[weak.pk, strong.pk]).update(
+        embedding=vector, embedding_model=MODEL
+    )
     hits = knowledge_search(
         workspace=workspace,
         query="deploy checklist",
@@ -184,7 +189,7 @@ def test_a_tight_filter_still_finds_its_rows(workspace):
     texts = [f"Filler note {i} about assorted topics" for i in range(150)]
     Knowledge.objects.bulk_create(
         [
-            Knowledge(workspace=workspace, content=t, embedding=v)
+            Knowledge(workspace=workspace, content=t, embedding=v, embedding_model=MODEL)
             for t, v in zip(texts, embedder.embed(texts), strict=True)
         ]
     )
@@ -229,7 +234,7 @@ def test_recall_quality_on_paraphrased_queries(workspace):
     vectors = embedder.embed([fact for fact, _ in FACTS])
     items = Knowledge.objects.bulk_create(
         [
-            Knowledge(workspace=workspace, content=fact, embedding=vector)
+            Knowledge(workspace=workspace, content=fact, embedding=vector, embedding_model=MODEL)
             for (fact, _), vector in zip(FACTS, vectors, strict=True)
         ]
     )

@@ -64,3 +64,17 @@ def test_it_refuses_with_422_naming_the_field_without_echoing_the_secret():
 
 def test_it_passes_clean_fields():
     refuse_secrets({"content": "use port 5432", "metadata": {"note": "ok"}})
+
+
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ("login with password: hunter2hunter2", True),
+        ("api_key: 9f8e7d6c5b4a3210", True),
+        ("password: see the vault entry ci/deploy", False),
+        ("password policy: requires 12 characters", False),
+        ("token: ${DEPLOY_TOKEN}", False),
+    ],
+)
+def test_the_unquoted_colon_form_needs_a_secret_looking_value(text, found):
+    assert (find_secret(text) is not None) is found

@@ -88,6 +88,7 @@ class Command(BaseCommand):
                 token_issue(agent=agent_get_or_create(workspace=workspace, name="gaia/coder")).raw
             )
             steps = [
+                ("knowledge", lambda: self.knowledge(coder)),
                 ("lessons", lambda: self.lessons(coder)),
                 ("skills", lambda: self.skills(mail, workspace)),
             ]
@@ -96,6 +97,80 @@ class Command(BaseCommand):
                 self.stdout.write(f"cairn: demo {name} loaded.")
         self.stdout.write(
             "cairn: demo workspace 'demo' is ready (switch to it in the UI's workspace menu)."
+        )
+
+    def knowledge(self, coder: DemoClient) -> None:
+        """What a coding agent remembers, a reminder, and an error it ran into."""
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        items = [
+            ("The team prefers small pull requests, one concern each.", "preference", "work"),
+            (
+                "Code review happens in the morning; avoid pinging reviewers after 17:00.",
+                "preference",
+                "work",
+            ),
+            ("The staging database listens on port 6543, not 5432.", "fact", "work"),
+            ("CI runs on Debian 12 images with Python 3.11.", "fact", "work"),
+            ("To run one test file: pytest tests/test_cart.py -x.", "skill", "work"),
+            ("Sarah Chen owns the payments service.", "fact", "global"),
+        ]
+        for content, category, context in items:
+            coder.call(
+                "post", "knowledge/", {"content": content, "category": category, "context": context}
+            )
+        coder.call(
+            "post",
+            "knowledge/",
+            {
+                "content": "Rotate the staging TLS certificate before it expires.",
+                "category": "reminder",
+                "context": "work",
+                "due_at": (timezone.now() + timedelta(days=3)).isoformat(),
+            },
+        )
+        coder.call(
+            "post",
+            "knowledge/",
+            {
+                "content": "Sarah's personal phone number is in the HR system.",
+                "category": "fact",
+                "context": "work",
+                "sensitive": True,
+            },
+        )
+        # A turn of conversation, and a tool call that fails (an error item is kept).
+        coder.call(
+            "post",
+            "sessions/demo-s1/turns/",
+            {
+                "role": "user",
+                "content": "The cart tests fail on CI, can you fix them?",
+                "turn_index": 0,
+            },
+        )
+        coder.call(
+            "post",
+            "tool-calls/",
+            {
+                "calls": [
+                    {
+                        "session_id": "demo-s1",
+                        "tool": "shell",
+                        "operation_key": "npm:ci",
+                        "ok": False,
+                        "error": "npm ERR! lockfile out of date with package.json",
+                    },
+                    {
+                        "session_id": "demo-s1",
+                        "tool": "shell",
+                        "operation_key": "pytest",
+                        "ok": True,
+                    },
+                ]
+            },
         )
 
     def lessons(self, coder: DemoClient) -> None:

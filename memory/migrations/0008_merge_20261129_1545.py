@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
     dependencies = [
         ("memory", "0004_knowledge_conversations"),
-        ("memory", "0008_merge_erasure_lessons"),
+        ("memory", "0007_merge_0004_lessons_0006_jobrun_indexes"),
     ]
 
     operations = []
