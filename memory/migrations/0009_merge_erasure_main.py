@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0008_merge_20261129_1545'),
-        ('memory', '0008_merge_erasure_lessons'),
+        ("memory", "0008_merge_20261129_1545"),
+        ("memory", "0008_merge_erasure_lessons"),
     ]
 
-    operations = [
-    ]
+    operations = []
