@@ -108,6 +108,7 @@ def _exports_context(request, **extra) -> dict:
         "formats": FORMATS,
         "active_statuses": ACTIVE_JOB_STATUSES,
         "poll_s": settings.CAIRN_UI_JOB_POLL_S,
+        "retention_days": settings.CAIRN_RETENTION_EXPORT_DAYS,
         "form": extra.pop("form", {"kind": "workspace"}),
         **extra,
     }

@@ -22,7 +22,8 @@ def _aged(model, field, delta, **fields):
 
 
 @pytest.mark.django_db
-def test_it_deletes_only_what_outlived_its_retention(settings):
+def test_it_deletes_only_what_outlived_its_retention(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
     workspace = WorkspaceFactory()
     agent = AgentFactory(workspace=workspace)
     audit_days = settings.CAIRN_RETENTION_AUDIT_DAYS

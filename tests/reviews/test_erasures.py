@@ -168,3 +168,18 @@ def test_it_needs_the_csrf_token(workspace):
     data = {"kind": "entity", "value": "x", "confirm": workspace.name}
     assert client.post("/erasures/preview/", data).status_code == 403
     assert client.post("/erasures/start/", data).status_code == 403
+
+
+def test_it_lists_past_requests_in_a_fixed_number_of_queries(
+    admin, workspace, django_assert_max_num_queries
+):
+    for n in range(5):
+        ErasureReceipt.objects.create(
+            workspace=workspace,
+            workspace_name=workspace.name,
+            requested_by="u",
+            selector={"kind": "context", "sha256": "0" * 64, "length": n},
+            counts={"memory.Knowledge": n},
+        )
+    with django_assert_max_num_queries(10):
+        admin.get("/erasures/", **HX)

@@ -13,6 +13,11 @@ pytestmark = pytest.mark.django_db
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
+@pytest.fixture(autouse=True)
+def _media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path  # export files of these tests stay out of var/
+
+
 @pytest.fixture
 def reviewer(member_client, workspace):
     return member_client(workspace=workspace, role="reviewer")
