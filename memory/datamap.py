@@ -10,8 +10,9 @@ Each table has one **role**:
 * ``content``: holds what agents or people said or learned. Selectors match
   it directly (``selectors``) and a text match searches all its text, JSON and
   byte columns.
-* ``derived``: computed from other rows only (``derived``); it goes when the
-  rows it was computed from go, and is never matched on its own.
+* ``derived``: computed from other rows (``derived``, ``follows``); it goes
+  when the rows it was computed from go. A text match searches it too, since
+  derived rows can quote what they were computed from.
 * ``kept``: identity, configuration, operations and receipts. Never erased;
   ``why`` says why it holds no erasable content.
 
@@ -144,6 +145,9 @@ class Table:
     # field → "memory.X" (an id or a list of ids), ById(type_field, {type: label})
     # (polymorphic) or Prefixed("outcome:", "memory.Outcome") (an id inside a string).
     refs: Mapping[str, object] = field(default_factory=dict)
+    # Columns whose values are content an API response echoes back: a stored
+    # idempotency replay quoting one of them goes when the row goes.
+    quoted: tuple[str, ...] = ()
 
     @property
     def model(self) -> type[models.Model]:
@@ -514,6 +518,7 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="lessons",
+            quoted=("text",),
         ),
         Table(
             "memory.LessonEvidence",
@@ -571,6 +576,7 @@ def _entries() -> list[Table]:
                 "session": by("session_id"),
             },
             export="outcomes",
+            quoted=("approach", "checks"),
         ),
         # ---- knowledge and raw history
         Table(
@@ -605,6 +611,7 @@ def _entries() -> list[Table]:
             lineage="superseded_by",
             export="knowledge",
             export_exclude=("embedding", "search_vector"),
+            quoted=("content", "entity", "metadata"),
         ),
         Table(
             "memory.ConversationTurn",
@@ -617,6 +624,7 @@ def _entries() -> list[Table]:
             },
             export="conversation_turns",
             export_exclude=("search_vector",),
+            quoted=("content",),
         ),
         Table(
             "memory.ToolCall",
@@ -624,6 +632,7 @@ def _entries() -> list[Table]:
             "Raw tool calls with their errors; pruned after CAIRN_RETENTION_RAW_DAYS.",
             selectors={"agent": by_agent(), "session": by("session_id")},
             export="tool_calls",
+            quoted=("error",),
         ),
         # ---- skills and learned deltas
         Table(
@@ -664,6 +673,7 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="learned_facts",
+            quoted=("key", "value"),
         ),
         Table(
             "memory.SkillDelta",
@@ -686,6 +696,7 @@ def _entries() -> list[Table]:
             lineage="superseded_by",
             export="skill_deltas",
             export_exclude=("trigger_embedding", "payload_embedding"),
+            quoted=("payload", "trigger_text", "findings"),
         ),
         Table(
             "memory.OrphanNotice",
@@ -723,40 +734,24 @@ def _installed(label: str) -> bool:
     return True
 
 
-class _Tables(dict):
-    """Built on first use: the app registry must be ready before models resolve."""
+class _Tables(Mapping):
+    """The map, built on first use: the app registry must be ready before models resolve."""
 
-    def _ensure(self):
-        if not dict.__len__(self):
-            dict.update(self, _build())
+    _data: dict[str, Table] | None = None
 
-    def __getitem__(self, key):
-        self._ensure()
-        return dict.__getitem__(self, key)
+    def _tables(self) -> dict[str, Table]:
+        if self._data is None:
+            self._data = _build()
+        return self._data
+
+    def __getitem__(self, key: str) -> Table:
+        return self._tables()[key]
 
     def __iter__(self):
-        self._ensure()
-        return dict.__iter__(self)
+        return iter(self._tables())
 
-    def __len__(self):
-        self._ensure()
-        return dict.__len__(self)
-
-    def __contains__(self, key):
-        self._ensure()
-        return dict.__contains__(self, key)
-
-    def values(self):
-        self._ensure()
-        return dict.values(self)
-
-    def items(self):
-        self._ensure()
-        return dict.items(self)
-
-    def get(self, key, default=None):
-        self._ensure()
-        return dict.get(self, key, default)
+    def __len__(self) -> int:
+        return len(self._tables())
 
 
 TABLES: Mapping[str, Table] = _Tables()

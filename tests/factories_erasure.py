@@ -140,7 +140,15 @@ def bundle(
         delta_ids=[write.delta.pk],
     )
     # The delta write as the API answered it, kept for Idempotency-Key replays.
-    replay = json.dumps({"id": write.delta.pk, "payload": write.delta.payload}).encode()
+    replay = json.dumps(
+        {
+            "id": write.delta.pk,
+            "status": write.delta.status,
+            "payload": write.delta.payload,
+            "provenance": write.delta.provenance,
+            "scope": write.delta.scope,
+        }
+    ).encode()
     idempotency_store(
         agent=agent,
         key=f"key-{name}",

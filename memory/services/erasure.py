@@ -34,7 +34,6 @@ from memory.datamap import (
     Table,
     erasable_tables,
     followers_of,
-    text_columns,
 )
 from memory.models import (
     Agent,
@@ -207,17 +206,14 @@ def _strings(value) -> Iterable[str]:
             yield from _strings(inner)
 
 
-def _quotes(model: type[models.Model], ids: Iterable[int]) -> set[str]:
-    """Strings of these rows that a stored API response would quote (as JSON strings)."""
-    columns = [
-        f
-        for f in text_columns(model)
-        if not f.choices and not isinstance(f, models.BinaryField) and "digest" not in f.name
-    ]
-    if not columns:
+def _quotes(table: Table, ids: Iterable[int]) -> set[str]:
+    """The table's ``quoted`` values of these rows, as the JSON strings a stored API
+    response would hold them in (the same escaping DRF uses, and the ASCII one)."""
+    if not table.quoted:
         return set()
     quotes: set[str] = set()
-    for row in model._default_manager.filter(pk__in=ids).values_list(*[f.name for f in columns]):
+    rows = table.model._default_manager.filter(pk__in=ids).values_list(*table.quoted)
+    for row in rows:
         for value in row:
             for text in _strings(value):
                 if len(text) >= QUOTE_MIN_CHARS:
@@ -293,7 +289,7 @@ def erasure_preview(*, workspace: Workspace, selector: Selector) -> ErasurePrevi
     quotes: set[str] = set()
     for label, pks in ids.items():
         if pks and label != "memory.IdempotencyRecord":
-            quotes |= _quotes(TABLES[label].model, pks)
+            quotes |= _quotes(TABLES[label], pks)
     ids["memory.IdempotencyRecord"] |= set(
         _idempotency_quoting(workspace, quotes).values_list("pk", flat=True)
     )
@@ -420,7 +416,7 @@ def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tal
         )
         if not ids:
             return
-        quotes = _quotes(model, ids) if table.label != "memory.IdempotencyRecord" else set()
+        quotes = _quotes(table, ids)
         if table.label == "memory.SkillDelta":
             tally.agents_with_deltas |= set(
                 model._default_manager.filter(pk__in=ids).values_list("agent_id", flat=True)
