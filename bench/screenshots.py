@@ -3,13 +3,16 @@
     .venv/bin/python bench/screenshots.py
 
 Creates a throwaway database (``cairn_screenshots``) next to the configured one,
-seeds a believable workspace, serves the app from a live-server thread and saves
-PNGs with headless Chromium (/usr/bin/chromium). The database is dropped at the end.
+seeds a believable workspace, loads the demo workspace (``manage.py cairn_demo``,
+which replays agent sessions through the API), serves the app from a live-server
+thread and saves PNGs with headless Chromium (/usr/bin/chromium). The database is
+dropped at the end.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -333,6 +336,68 @@ def seed_skills(ws, gaia, coder, user):
     )
 
 
+def seed_demo() -> dict:
+    """The demo workspace, plus what only a person or a future job adds to it: a project
+    name, a person's pin and seal, and one contradiction for the reconcile queue."""
+    from django.core.management import call_command
+
+    from memory.models import Knowledge, Lesson, Outcome, Workspace
+    from memory.services.evidence import evidence_record
+    from memory.services.knowledge import Actor, knowledge_update
+    from memory.services.lessons import lesson_create, lesson_pin, lesson_seal
+    from memory.services.projects import project_label_set
+    from memory.services.review_items import review_item_open
+
+    call_command("cairn_demo", stdout=open(os.devnull, "w"))
+    demo = Workspace.objects.get(name="demo")
+    lessons = Lesson.objects.filter(workspace=demo)
+    uv = lessons.get(text__icontains="uv:pip-install over pip:install")
+    compose = lessons.get(text__icontains="compose-v1 over docker:compose-v2")
+    project_label_set(
+        workspace=demo, project_digest=uv.project_digest, label="acme/webapp", actor="user:ada"
+    )
+    lesson_pin(lesson=uv, pinned=True, actor="user:ada", reason="every CI image has uv")
+    lesson_seal(lesson=uv, sealed=True, actor="user:ada", reason="checked on the CI image")
+    passed = Outcome.objects.filter(workspace=demo, passed=True).order_by("id").first()
+    rival, _ = lesson_create(
+        workspace=demo,
+        agent=None,
+        text="Use pip install --user for requirements.txt.",
+        operation_key="pip:install",
+        project_digest=uv.project_digest,
+        evidence_ids=[passed.pk],
+        source="extractor",
+    )
+    review_item_open(
+        workspace=demo,
+        a_type="lesson",
+        a_id=uv.pk,
+        b_type="lesson",
+        b_id=rival.pk,
+        reason="Opposite advice for requirements.txt; A is sealed by a person.",
+        details={"cosine": 0.91, "judge": "contradict"},
+    )
+    # A person corrects a remembered fact (a new version), then confirms it.
+    port = Knowledge.objects.get(workspace=demo, content__startswith="The staging database")
+    corrected = knowledge_update(
+        workspace=demo,
+        item_id=port.pk,
+        actor=Actor(kind="person", label="user:ada"),
+        changes={"content": "The staging database listens on port 6544 since the March move."},
+        reason="the port moved in March",
+    ).item
+    evidence_record(
+        workspace=demo,
+        agent=None,
+        evidence_id="screenshots-confirm-port",
+        kind="user_confirmed",
+        target_type="knowledge",
+        target_id=corrected.pk,
+    )
+    reversal = Outcome.objects.get(workspace=demo, outcome_id="demo-s4-t3")
+    return {"workspace": demo, "lesson": compose, "outcome": reversal}
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -343,6 +408,7 @@ def main() -> None:
     server.daemon = True
     try:
         seeded = seed()
+        demo = seed_demo()
         server.start()
         server.is_ready.wait()
         if server.error:
@@ -361,7 +427,6 @@ def main() -> None:
             page.fill("#id_password", PASSWORD)
             page.click("button[type=submit]")
             page.wait_for_url(f"{url}/dashboard/")
-            page.screenshot(path=OUT / "dashboard.png", full_page=True)
 
             page.goto(f"{url}/agents/")
             card = page.locator("section.agent", has_text="nightly-runner")
@@ -401,8 +466,26 @@ def main() -> None:
             page.screenshot(path=OUT / "skills.png", full_page=False)
             page.goto(f"{url}/facts/")
             page.screenshot(path=OUT / "learned-facts.png", full_page=False)
+            # The demo workspace: the review screens for lessons and outcomes.
             page.goto(f"{url}/dashboard/")
+            page.select_option("#ws", str(demo["workspace"].pk))
+            page.wait_for_url(f"{url}/dashboard/")
             page.screenshot(path=OUT / "dashboard.png", full_page=True)
+            page.goto(f"{url}/lessons/")
+            page.screenshot(path=OUT / "lessons.png", full_page=True)
+            page.goto(f"{url}/lessons/{demo['lesson'].pk}/")
+            page.screenshot(path=OUT / "lesson-history.png", full_page=True)
+            page.goto(f"{url}/outcomes/{demo['outcome'].pk}/")
+            page.screenshot(path=OUT / "outcome.png", full_page=True)
+            page.goto(f"{url}/knowledge/?q=which+port+does+the+staging+database+use&context=work")
+            page.screenshot(path=OUT / "knowledge.png", full_page=True)
+            page.locator("#rows a", has_text="staging database listens").click()
+            page.wait_for_url(re.compile(r"/knowledge/\d+/$"))
+            page.screenshot(path=OUT / "knowledge-item.png", full_page=True)
+            page.goto(f"{url}/contradictions/")
+            page.locator("summary", has_text="Keep A…").first.click()
+            page.locator("details[open] input[name=reason]").fill("uv is on every CI image")
+            page.screenshot(path=OUT / "contradictions.png", full_page=True)
             browser.close()
         for png in sorted(OUT.glob("*.png")):
             print(png.relative_to(ROOT))

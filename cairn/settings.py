@@ -244,6 +244,16 @@ CAIRN_UI_SUGGESTION_SAMPLE = 500
 # The nav's "jobs queued or running" counter looks at this many latest runs.
 CAIRN_UI_ACTIVE_JOB_WINDOW = 1000
 
+# --- review UI: lessons, outcomes, knowledge, contradictions, dashboard ----------
+# The dashboard's lesson trend (learned vs retired) and review latency cover this many days.
+CAIRN_UI_TREND_DAYS = envint("CAIRN_UI_TREND_DAYS", 30)
+# Confidence histograms: this many equal bins between 0 and 1.
+CAIRN_UI_CONFIDENCE_BINS = 10
+# A lesson's page lists at most this many audit events of its lineage.
+CAIRN_UI_LESSON_ACTIVITY_MAX = 50
+# The lessons filter offers at most this many projects.
+CAIRN_UI_PROJECTS_MAX = 200
+
 # --- knowledge store and recall (SPEC section 3) ------------------------------
 # Hybrid recall: reciprocal-rank fusion of the vector and full-text candidate lists,
 # w_vec/(K+rank_vec) + w_text/(K+rank_text). The spec starts at 0.6/0.4 with the text

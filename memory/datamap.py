@@ -453,6 +453,10 @@ def _ledger_for(target_type: str) -> Callable[[list[int]], Q]:
     return lambda ids: Q(target_type=target_type, target_id__in=ids)
 
 
+def _pair_for(target_type: str) -> Callable[[list[int]], Q]:
+    return lambda ids: Q(a_type=target_type, a_id__in=ids) | Q(b_type=target_type, b_id__in=ids)
+
+
 # --------------------------------------------------------------------------- the map
 
 _KEPT_IDENTITY = "Identity and access: who may do what. Holds names and roles, no content."
@@ -710,6 +714,24 @@ def _entries() -> list[Table]:
             selectors={"agent": by_agent()},
             export="feedback_samples",
             refs={"delta_ids": "memory.SkillDelta"},
+        ),
+        # ---- review state
+        Table(
+            "memory.ReviewItem",
+            DERIVED,
+            "A conflicting pair a job could not settle, waiting for a person: it points at "
+            "two lessons or items by id and goes when either of them is erased.",
+            follows={
+                "memory.Lesson": _pair_for("lesson"),
+                "memory.Knowledge": _pair_for("knowledge"),
+            },
+        ),
+        Table(
+            "memory.ProjectLabel",
+            CONTENT,
+            "A person's name for a project digest; a project erasure takes the name too.",
+            selectors={"project": by("project_digest")},
+            export="project_labels",
         ),
         # ---- replays (last: other steps delete the records that quote their rows)
         Table(

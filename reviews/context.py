@@ -3,6 +3,7 @@ from functools import cached_property
 from memory.models import Role
 from memory.selectors.identity import token_active_count
 from memory.selectors.ops import job_run_active_count
+from memory.selectors.review_items import review_item_open_count
 from memory.selectors.skills import delta_queue_counts
 from reviews.access import current_membership
 
@@ -25,6 +26,10 @@ class NavCounts:
     @cached_property
     def active_jobs(self) -> int:
         return job_run_active_count(workspace=self.workspace)
+
+    @cached_property
+    def open_contradictions(self) -> int:
+        return review_item_open_count(workspace=self.workspace)
 
     # The three delta queues share one grouped count.
     @cached_property

@@ -1,6 +1,19 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from reviews.views import agents, audit, dashboard, deltas, jobs, privacy, skills
+from reviews.views import (
+    agents,
+    audit,
+    contradictions,
+    dashboard,
+    deltas,
+    jobs,
+    knowledge,
+    lessons,
+    outcomes,
+    privacy,
+    projects,
+    skills,
+)
 
 app_name = "reviews"
 
@@ -16,6 +29,34 @@ urlpatterns = [
     path("jobs/", jobs.jobs, name="jobs"),
     path("jobs/<int:pk>/", jobs.jobs_detail, name="jobs_detail"),
     path("audit/", audit.audit, name="audit"),
+    path("lessons/", lessons.lessons, name="lessons"),
+    path("lessons/<int:pk>/", lessons.lessons_detail, name="lessons_detail"),
+    path("lessons/<int:pk>/retire/", lessons.lessons_retire, name="lessons_retire"),
+    path("lessons/<int:pk>/restore/", lessons.lessons_restore, name="lessons_restore"),
+    path("lessons/<int:pk>/pin/", lessons.lessons_pin, name="lessons_pin"),
+    path("lessons/<int:pk>/unpin/", lessons.lessons_unpin, name="lessons_unpin"),
+    path("lessons/<int:pk>/seal/", lessons.lessons_seal, name="lessons_seal"),
+    path("lessons/<int:pk>/unseal/", lessons.lessons_unseal, name="lessons_unseal"),
+    path("lessons/<int:pk>/edit/", lessons.lessons_edit, name="lessons_edit"),
+    re_path(
+        r"^projects/(?P<digest>[0-9a-f]{64})/label/$",
+        projects.projects_label,
+        name="projects_label",
+    ),
+    path("outcomes/", outcomes.outcomes, name="outcomes"),
+    path("outcomes/<int:pk>/", outcomes.outcomes_detail, name="outcomes_detail"),
+    path("knowledge/", knowledge.knowledge, name="knowledge"),
+    path("knowledge/<int:pk>/", knowledge.knowledge_detail, name="knowledge_detail"),
+    path("knowledge/<int:pk>/edit/", knowledge.knowledge_edit, name="knowledge_edit"),
+    path("knowledge/<int:pk>/archive/", knowledge.knowledge_archive, name="knowledge_archive"),
+    path("knowledge/<int:pk>/restore/", knowledge.knowledge_restore_view, name="knowledge_restore"),
+    path("knowledge/<int:pk>/delete/", knowledge.knowledge_delete_view, name="knowledge_delete"),
+    path("contradictions/", contradictions.contradictions, name="contradictions"),
+    path(
+        "contradictions/<int:pk>/<slug:resolution>/",
+        contradictions.contradictions_resolve,
+        name="contradictions_resolve",
+    ),
     path("deltas/staged/", deltas.staged, name="staged"),
     path("deltas/staged/<int:pk>/approve/", deltas.staged_approve, name="staged_approve"),
     path("deltas/staged/<int:pk>/reject/", deltas.staged_reject, name="staged_reject"),

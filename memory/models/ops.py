@@ -84,7 +84,11 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["workspace", "-created_at"])]
+        indexes = [
+            models.Index(fields=["workspace", "-created_at"]),
+            # One item's story (a lesson's page, the audit log's target filter).
+            models.Index(fields=["workspace", "target_type", "target_id"], name="audit_target"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.target_type}:{self.target_id}"

@@ -35,7 +35,7 @@ from django.db.models import QuerySet
 
 from cairn.errors import NotFoundError
 from memory.embeddings import get_embedder
-from memory.models import Knowledge, KnowledgeStatus, Workspace
+from memory.models import ConfidenceChange, Knowledge, KnowledgeStatus, TargetType, Workspace
 
 # --------------------------------------------------------------------------- get / list
 
@@ -454,3 +454,60 @@ def _json(value):
     import json
 
     return json.loads(value) if isinstance(value, str) else (value or {})
+
+
+# --------------------------------------------------------------------------- the review UI
+
+KNOWLEDGE_ORDER = ("-created_at", "-id")
+
+
+def knowledge_browse(
+    *,
+    workspace: Workspace,
+    category: str | None = None,
+    context: str | None = None,
+    entity: str | None = None,
+    status: str = KnowledgeStatus.ACTIVE,
+    q: str | None = None,
+    include_sensitive: bool = False,
+) -> QuerySet[Knowledge]:
+    """The browser's list: current versions, filtered like ``knowledge_list``, without the
+    vectors. The caller pages it (keyset, ``KNOWLEDGE_ORDER``); nothing here marks use."""
+    return knowledge_filter(
+        workspace=workspace,
+        category=category,
+        context=context,
+        entity=entity,
+        status=status,
+        q=q,
+        include_sensitive=include_sensitive,
+    ).defer("embedding", "search_vector")
+
+
+def knowledge_lineage(*, item: Knowledge) -> list[Knowledge]:
+    """The item's versions, oldest first: every row superseded into its current version,
+    and that current version (a few queries per generation; lineages are short)."""
+    head, seen = item, {item.pk}
+    while head.superseded_by_id is not None and head.superseded_by_id not in seen:
+        seen.add(head.superseded_by_id)
+        head = Knowledge.objects.defer("embedding", "search_vector").get(pk=head.superseded_by_id)
+    rows, frontier = {head.pk: head}, [head.pk]
+    while frontier:
+        found = list(
+            Knowledge.objects.filter(superseded_by_id__in=frontier)
+            .exclude(pk__in=rows)
+            .defer("embedding", "search_vector")
+        )
+        rows.update((row.pk, row) for row in found)
+        frontier = [row.pk for row in found]
+    return sorted(rows.values(), key=lambda row: (row.created_at, row.pk))
+
+
+def knowledge_ledger(*, item_ids: list[int]) -> dict[int, list[ConfidenceChange]]:
+    """Each item's confidence changes ("strength"), oldest first."""
+    changes: dict[int, list[ConfidenceChange]] = {pk: [] for pk in item_ids}
+    for change in ConfidenceChange.objects.filter(
+        target_type=TargetType.KNOWLEDGE, target_id__in=item_ids
+    ).order_by("at", "id"):
+        changes[change.target_id].append(change)
+    return changes

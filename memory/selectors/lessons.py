@@ -19,9 +19,11 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db.models import (
+    Count,
     DateTimeField,
     F,
     FloatField,
+    IntegerField,
     OuterRef,
     Prefetch,
     Q,
@@ -34,6 +36,7 @@ from django.db.models.functions import Coalesce, Greatest
 
 from cairn.errors import NotFoundError
 from memory.models import (
+    AuditEvent,
     Category,
     ConfidenceCause,
     ConfidenceChange,
@@ -48,6 +51,7 @@ from memory.models import (
     Workspace,
 )
 from memory.selectors.memory_block import memory_block
+from memory.selectors.ops import audit_event_for_targets
 
 DAY_S = 86400.0
 BIGINT_MAX = 2**63 - 1
@@ -390,3 +394,72 @@ def lesson_check(
             "knowledge": [item.pk for item in errors],
         },
     }
+
+
+# --- the review UI's lessons browser --------------------------------------------------------
+
+# Sort orders offered by the browser; each ends in the primary key so keyset paging works.
+LESSON_ORDERS = {
+    "new": ("-created_at", "-id"),
+    "strong": ("-confidence", "-id"),
+    "weak": ("confidence", "id"),
+}
+
+
+def _evidence_count(relation: str) -> Subquery:
+    rows = (
+        LessonEvidence.objects.filter(lesson=OuterRef("pk"), relation=relation)
+        .order_by()
+        .values("lesson")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(rows, output_field=IntegerField()), Value(0))
+
+
+def lesson_browse(
+    *,
+    workspace: Workspace,
+    scope: str = "",
+    project_digest: str = "",
+    state: str = "",
+    operation_key: str = "",
+    q: str = "",
+) -> QuerySet[Lesson]:
+    """Current lesson rows (one per lineage), filtered, each with its evidence counts.
+
+    ``project_digest`` means that project's own lessons (not the global ones too);
+    ``q`` matches the text or the operation, case-insensitively.
+    """
+    lessons = Lesson.objects.filter(workspace=workspace, superseded_by__isnull=True)
+    if scope in LessonScope.values:
+        lessons = lessons.filter(scope=scope)
+    if project_digest:
+        lessons = lessons.filter(scope=LessonScope.PROJECT, project_digest=project_digest)
+    if state in LessonState.values:
+        lessons = lessons.filter(state=state)
+    if operation_key:
+        lessons = lessons.filter(operation_key=operation_key)
+    if q:
+        lessons = lessons.filter(Q(text__icontains=q) | Q(operation_key__icontains=q))
+    return lessons.annotate(
+        evidence_count=_evidence_count(LessonEvidence.Relation.SUPPORTS),
+        contradiction_count=_evidence_count(LessonEvidence.Relation.CONTRADICTS),
+    )
+
+
+def lesson_projects(*, workspace: Workspace) -> list[str]:
+    """Digests of the projects that have current lessons (for the filter; bounded)."""
+    return list(
+        Lesson.objects.filter(
+            workspace=workspace, superseded_by__isnull=True, scope=LessonScope.PROJECT
+        )
+        .order_by("project_digest")
+        .values_list("project_digest", flat=True)
+        .distinct()[: settings.CAIRN_UI_PROJECTS_MAX]
+    )
+
+
+def lesson_lineage_activity(*, workspace: Workspace, lesson_ids: list[int]) -> list[AuditEvent]:
+    """What people, agents and jobs did to these rows, newest first (bounded)."""
+    return audit_event_for_targets(workspace=workspace, target_type="lesson", target_ids=lesson_ids)

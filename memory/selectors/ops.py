@@ -148,3 +148,17 @@ def audit_event_actions(*, workspace: Workspace) -> list[str]:
         .values_list("action", flat=True)[: settings.CAIRN_UI_SUGGESTION_SAMPLE]
     )
     return sorted(set(recent))
+
+
+def audit_event_for_targets(
+    *, workspace: Workspace, target_type: str, target_ids: list[int], limit: int | None = None
+) -> list[AuditEvent]:
+    """What people, agents and jobs did to these rows (one lineage), newest first, bounded."""
+    limit = limit or settings.CAIRN_UI_LESSON_ACTIVITY_MAX
+    return list(
+        AuditEvent.objects.filter(
+            workspace=workspace,
+            target_type=target_type,
+            target_id__in=[str(pk) for pk in target_ids],
+        ).order_by("-created_at", "-id")[:limit]
+    )

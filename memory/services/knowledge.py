@@ -608,7 +608,12 @@ def _validate_changes(item: Knowledge, changes: dict[str, Any], actor: Actor) ->
 
 
 def knowledge_update(
-    *, workspace: Workspace, item_id: int, actor: Actor, changes: dict[str, Any]
+    *,
+    workspace: Workspace,
+    item_id: int,
+    actor: Actor,
+    changes: dict[str, Any],
+    reason: str = "",
 ) -> UpdateResult:
     """Change an item (PATCH semantics: only the given fields).
 
@@ -662,12 +667,25 @@ def knowledge_update(
         if "due_at" in changes and changes["due_at"] != item.due_at:
             changes.setdefault("reminded_at", None)
         if content_changes:
-            return _supersede(workspace, item, changes, actor, vector, model_id)
+            return _supersede(workspace, item, changes, actor, vector, model_id, reason)
         changes.pop("content", None)
+        changed = sorted(name for name, value in changes.items() if getattr(item, name) != value)
         for name, value in changes.items():
             setattr(item, name, value)
         if changes:
             item.save(update_fields=[*changes, "updated_at"])
+        if changed and actor.is_person:
+            # A person's change in place is a review decision: keep who, why and which
+            # fields (never the values, which may be content).
+            audit_record(
+                workspace=workspace,
+                actor=actor.label,
+                action="knowledge.update",
+                target_type="knowledge",
+                target_id=item.pk,
+                reason=reason[:500],
+                details={"fields": changed},
+            )
         return UpdateResult(item=item)
 
 
@@ -678,6 +696,7 @@ def _supersede(
     actor: Actor,
     vector: list[float] | None,
     model_id: str,
+    reason: str = "",
 ) -> UpdateResult:
     fields = {
         name: getattr(old, name)
@@ -721,6 +740,7 @@ def _supersede(
         action="knowledge.supersede",
         target_type="knowledge",
         target_id=old.pk,
+        reason=reason[:500],
         details={"superseded_by": new.pk, "category": new.category},
     )
     return UpdateResult(item=new, supersedes=old.pk)
@@ -763,8 +783,19 @@ def knowledge_forget(
 
 
 @transaction.atomic
-def knowledge_restore(*, workspace: Workspace, item_id: int, actor: Actor) -> Knowledge:
-    """Bring an archived item back (people only; one action, SPEC section 7)."""
+def knowledge_restore(
+    *,
+    workspace: Workspace,
+    item_id: int,
+    actor: Actor,
+    reason: str = "",
+    now: datetime | None = None,
+) -> Knowledge:
+    """Bring an archived item back (people only; one action, SPEC section 7).
+
+    Its idle clock restarts (``last_used_at``): otherwise an item archived for being
+    idle 90 days would be archived again by the next decay run.
+    """
     if not actor.is_person:
         raise ApplicationError(
             "Only a person can restore an archived item.",
@@ -777,9 +808,10 @@ def knowledge_restore(*, workspace: Workspace, item_id: int, actor: Actor) -> Kn
         return item
     item.status = KnowledgeStatus.ACTIVE
     item.archived_at = None
+    item.last_used_at = now or timezone.now()
     try:
         with transaction.atomic():
-            item.save(update_fields=["status", "archived_at", "updated_at"])
+            item.save(update_fields=["status", "archived_at", "last_used_at", "updated_at"])
     except IntegrityError:
         raise ApplicationError(
             f"Another active error item already tracks operation '{item.operation_key}'; "
@@ -794,6 +826,7 @@ def knowledge_restore(*, workspace: Workspace, item_id: int, actor: Actor) -> Kn
         action="knowledge.restore",
         target_type="knowledge",
         target_id=item.pk,
+        reason=reason[:500],
         details={"category": item.category},
     )
     return item

@@ -601,6 +601,7 @@ def lesson_edit(
     operation_key: str | None = None,
     by_person: bool = False,
     actor: str | None = None,
+    reason: str = "",
 ) -> Lesson:
     """Edit = a new row inheriting evidence and confidence; the old row points at it."""
     lesson = _lock_current(lesson)
@@ -653,6 +654,7 @@ def lesson_edit(
         action="lesson.edit",
         target_type="lesson",
         target_id=lesson.pk,
+        reason=reason,
         details={"new_id": edited.pk},
     )
     return edited
@@ -696,7 +698,9 @@ def lesson_retire(
 
 
 @transaction.atomic
-def lesson_restore(*, lesson: Lesson, actor: str, now: datetime | None = None) -> Lesson:
+def lesson_restore(
+    *, lesson: Lesson, actor: str, reason: str = "", now: datetime | None = None
+) -> Lesson:
     """A person brings a retired lesson back (at least at the retirement floor)."""
     now = now or timezone.now()
     lesson = _lock_current(lesson)
@@ -732,8 +736,47 @@ def lesson_restore(*, lesson: Lesson, actor: str, now: datetime | None = None) -
         action="lesson.restore",
         target_type="lesson",
         target_id=lesson.pk,
+        reason=reason,
     )
     return lesson
+
+
+def _flag_set(*, lesson: Lesson, flag: str, value: bool, actor: str, reason: str) -> Lesson:
+    verb = {"pinned": "pin", "sealed": "seal"}[flag]
+    lesson = _lock_current(lesson)
+    if getattr(lesson, flag) == value:
+        return lesson
+    if value and lesson.state == LessonState.RETIRED:
+        raise ApplicationError(
+            f"Lesson {lesson.pk} is retired; restore it before you {verb} it.",
+            code="retired",
+            fields={"id": ["retired"]},
+        )
+    setattr(lesson, flag, value)
+    lesson.save(update_fields=[flag, "updated_at"])
+    audit_record(
+        workspace=lesson.workspace,
+        actor=actor,
+        action=f"lesson.{verb if value else 'un' + verb}",
+        target_type="lesson",
+        target_id=lesson.pk,
+        reason=reason,
+    )
+    return lesson
+
+
+@transaction.atomic
+def lesson_pin(*, lesson: Lesson, pinned: bool, actor: str, reason: str = "") -> Lesson:
+    """A person pins (or unpins) the current row: pinned lessons never decay, are never
+    retired by the cap or by falling below the floor."""
+    return _flag_set(lesson=lesson, flag="pinned", value=pinned, actor=actor, reason=reason)
+
+
+@transaction.atomic
+def lesson_seal(*, lesson: Lesson, sealed: bool, actor: str, reason: str = "") -> Lesson:
+    """A person seals (or unseals) the current row: agents can then neither edit nor
+    retire it, and their reports never push it below the recall floor."""
+    return _flag_set(lesson=lesson, flag="sealed", value=sealed, actor=actor, reason=reason)
 
 
 # --- serving (recency only) ---------------------------------------------------------------

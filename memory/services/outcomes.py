@@ -43,8 +43,30 @@ IN_PLAY_TYPES = ("lesson", "knowledge", "error", "delta")
 # --- the verdict ----------------------------------------------------------------------------
 
 
-def outcome_passed(*, approach: list[dict], checks: list[dict], claim_ok: bool) -> bool | None:
-    """Did the turn pass, by its raw records?
+@dataclass(frozen=True)
+class Verdict:
+    """Why a turn passed or not: the inputs of each rule, kept for the review UI.
+
+    ``latest`` holds the latest run of each check identity, in first-seen order;
+    ``failing`` and ``stale`` are the subsets that made the turn fail.
+    """
+
+    passed: bool | None
+    ran: list[dict]
+    not_run: list[dict]
+    latest: list[dict]
+    failing: list[dict]
+    stale: list[dict]
+    last_mutation: int | None
+    claim_ok: bool
+
+
+def check_identity(check: dict) -> tuple:
+    return (check.get("kind"), check.get("label", ""), check.get("target", ""))
+
+
+def outcome_verdict(*, approach: list[dict], checks: list[dict], claim_ok: bool) -> Verdict:
+    """Did the turn pass, by its raw records? The one place these rules live.
 
     1. Ignore checks that did not run. None ran (or none given): ``None`` —
        nothing was verified, so nothing is confirmed or contradicted.
@@ -55,21 +77,37 @@ def outcome_passed(*, approach: list[dict], checks: list[dict], claim_ok: bool) 
        claim about its checks was honest (``claim_ok``).
     """
     ran = [c for c in checks if c.get("ran")]
-    if not ran:
-        return None
+    not_run = [c for c in checks if not c.get("ran")]
     latest: dict[tuple, dict] = {}
     for check in ran:
-        key = (check.get("kind"), check.get("label", ""), check.get("target", ""))
+        key = check_identity(check)
         if key not in latest or check["step"] >= latest[key]["step"]:
             latest[key] = check
     mutating_steps = [a["step"] for a in approach if a.get("mutated")]
     last_mutation = max(mutating_steps) if mutating_steps else None
-    for check in latest.values():
-        if check.get("exit_code") != 0:
-            return False
-        if last_mutation is not None and check["step"] < last_mutation:
-            return False
-    return bool(claim_ok)
+    failing = [c for c in latest.values() if c.get("exit_code") != 0]
+    stale = [c for c in latest.values() if last_mutation is not None and c["step"] < last_mutation]
+    if not ran:
+        passed = None
+    elif failing or stale:
+        passed = False
+    else:
+        passed = bool(claim_ok)
+    return Verdict(
+        passed=passed,
+        ran=ran,
+        not_run=not_run,
+        latest=list(latest.values()),
+        failing=failing,
+        stale=stale,
+        last_mutation=last_mutation,
+        claim_ok=bool(claim_ok),
+    )
+
+
+def outcome_passed(*, approach: list[dict], checks: list[dict], claim_ok: bool) -> bool | None:
+    """The server's verdict (see ``outcome_verdict`` for the rules)."""
+    return outcome_verdict(approach=approach, checks=checks, claim_ok=claim_ok).passed
 
 
 def operations_last_result(approach: list[dict]) -> dict[str, str]:

@@ -14,7 +14,11 @@ import posixpath
 import re
 from urllib.parse import urlsplit
 
+from django.db import transaction
+
 from cairn.errors import ApplicationError
+from memory.models import ProjectLabel, Workspace
+from memory.services.audit import audit_record
 
 _SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?(?P<host>[^:/\s]+):(?P<path>(?!//).+)$")
 
@@ -83,3 +87,42 @@ def target_relativize(target: str, *, path: str | None) -> str:
     if candidate.startswith(root + "/"):
         return candidate[len(root) + 1 :] or "."
     return target
+
+
+PROJECT_LABEL_MAX_CHARS = 80
+
+
+@transaction.atomic
+def project_label_set(*, workspace: Workspace, project_digest: str, label: str, actor: str) -> str:
+    """A person names a project digest (a blank label removes the name); returns the label.
+
+    The label is only for people reading the review UI: nothing matches on it.
+    """
+    if not re.fullmatch(r"[0-9a-f]{64}", project_digest or ""):
+        raise ApplicationError(
+            "project_digest must be a sha256 hex digest.",
+            fields={"project_digest": ["invalid"]},
+            status_code=400,
+        )
+    label = " ".join(str(label).split())
+    if len(label) > PROJECT_LABEL_MAX_CHARS:
+        raise ApplicationError(
+            f"A project label is at most {PROJECT_LABEL_MAX_CHARS} characters.",
+            fields={"label": [f"at most {PROJECT_LABEL_MAX_CHARS} characters"]},
+        )
+    if label:
+        ProjectLabel.objects.update_or_create(
+            workspace=workspace,
+            project_digest=project_digest,
+            defaults={"label": label, "updated_by": actor[:200]},
+        )
+    else:
+        ProjectLabel.objects.filter(workspace=workspace, project_digest=project_digest).delete()
+    audit_record(
+        workspace=workspace,
+        actor=actor,
+        action="project.label" if label else "project.unlabel",
+        target_type="project",
+        target_id=project_digest[:64],
+    )
+    return label

@@ -65,6 +65,33 @@ def ago(moment) -> str:
 
 
 @register.filter
+def lookup(mapping, key):
+    """``mapping[key]`` or '' (for dicts built by the view, e.g. project labels)."""
+    try:
+        return mapping.get(key, "")
+    except AttributeError:
+        return ""
+
+
+@register.filter
+def seconds_human(seconds) -> str:
+    """A duration for people: "45 s", "12 min", "3 h 20 min", "2 d 4 h"."""
+    if seconds is None:
+        return ""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+@register.filter
 def clamp(value, upper) -> int:
     """min(value, upper) for progress bars that must not overflow."""
     try:

@@ -6,12 +6,18 @@ from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from memory.selectors.dashboard import dashboard_counts
+from memory.selectors.dashboard import (
+    confidence_histograms,
+    dashboard_counts,
+    lesson_health_counts,
+    lessons_per_day,
+    review_latency,
+)
 from memory.selectors.ops import job_runs_per_day
 from memory.selectors.skills import orphan_notice_list, skill_kpis
 from memory.services.identity import membership_get
 from reviews.access import SESSION_KEY, current_membership, require_role
-from reviews.charts import Series, bar_chart
+from reviews.charts import Series, bar_chart, line_chart
 
 
 @login_required
@@ -59,19 +65,68 @@ def deltas_chart(by_tier_status: dict):
     )
 
 
+def lessons_chart(days: list[dict]):
+    return line_chart(
+        labels=[f"{d['day']:%b} {d['day'].day}" for d in days],
+        series=[
+            Series("learned", [d["learned"] for d in days], "ok"),
+            Series("retired", [d["retired"] for d in days], "bad"),
+        ],
+        title=f"Lessons learned and retired per day, last {len(days)} days",
+        unit="lessons",
+        empty_text=f"No lesson was learned or retired in the last {len(days)} days",
+    )
+
+
+def histogram_chart(counts: list[int], *, title: str, what: str, tone: str):
+    bins = len(counts)
+    labels = [f"{i / bins:.1f}–{(i + 1) / bins:.1f}" for i in range(bins)]
+    return bar_chart(
+        labels=labels,
+        series=[Series(what, counts, tone)],
+        title=title,
+        unit=what,
+        width=480,
+        height=200,
+        empty_text=f"No active {what} yet",
+    )
+
+
 @require_role("viewer")
 @require_GET
 def dashboard(request):
-    days = job_runs_per_day(workspace=request.workspace)
-    kpis = skill_kpis(workspace=request.workspace)
+    """What needs a person (the queues), and whether memory is healthy (trends)."""
+    workspace = request.workspace
+    days = job_runs_per_day(workspace=workspace)
+    kpis = skill_kpis(workspace=workspace)
+    trend = lessons_per_day(workspace=workspace)
+    histograms = confidence_histograms(workspace=workspace)
     context = {
-        "counts": dashboard_counts(workspace=request.workspace),
+        "counts": dashboard_counts(workspace=workspace),
         "jobs_chart": job_runs_chart(days),
         "failed_runs": sum(d["failed"] for d in days),
         "site_url": settings.SITE_URL,
         "kpis": kpis,
         "deltas_chart": deltas_chart(kpis["deltas_by_tier_status"]),
-        "notices": orphan_notice_list(workspace=request.workspace)[:3],
+        "notices": orphan_notice_list(workspace=workspace)[:3],
+        "health": lesson_health_counts(workspace=workspace),
+        "latency": review_latency(workspace=workspace),
+        "learned": sum(d["learned"] for d in trend),
+        "retired": sum(d["retired"] for d in trend),
+        "trend_days": len(trend),
+        "lessons_chart": lessons_chart(trend),
+        "lesson_histogram": histogram_chart(
+            histograms["lessons"],
+            title="Confidence of active lessons",
+            what="lessons",
+            tone="accent",
+        ),
+        "knowledge_histogram": histogram_chart(
+            histograms["knowledge"],
+            title="Strength of active knowledge",
+            what="items",
+            tone="ok",
+        ),
     }
     return render(request, "reviews/dashboard.html", context)
 

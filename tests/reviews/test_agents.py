@@ -315,8 +315,8 @@ def test_the_list_query_count_is_pinned(admin, workspace, django_assert_max_num_
         token_issue(agent=AgentFactory(workspace=workspace, name=f"a{i:02d}"))
     admin.get("/agents/")
     # session, user, membership, agents page, their tokens (one prefetch), memberships,
-    # nav counters (3: tokens, jobs, delta queues)
-    with django_assert_max_num_queries(9):
+    # nav counters (4: tokens, jobs, delta queues, open contradictions)
+    with django_assert_max_num_queries(10):
         assert admin.get("/agents/").status_code == 200
     with django_assert_max_num_queries(5):
         assert admin.get("/agents/", **HX).status_code == 200

@@ -101,8 +101,8 @@ def test_it_stays_bounded_and_fast_at_10000_events(
     )
     viewer.get("/audit/")
     # session, user, membership, page, action suggestions, memberships, nav counters
-    # (jobs, delta queues)
-    with django_assert_max_num_queries(8):
+    # (jobs, delta queues, open contradictions)
+    with django_assert_max_num_queries(9):
         response = viewer.get("/audit/")
     assert response.status_code == 200
     page = response.context["page"]

@@ -69,8 +69,10 @@ def test_the_dashboard_query_count_is_pinned(
     client = member_client(workspace=workspace, role="admin")
     client.get("/dashboard/")
     # session, user, membership, 3 counts, the chart's one aggregate, memberships,
-    # 3 nav counters (tokens, jobs, delta queues), skill KPIs (3), orphan notices
-    with django_assert_max_num_queries(15):
+    # 4 nav counters (tokens, jobs, delta queues, open contradictions), skill KPIs (3),
+    # orphan notices, and memory health: lesson health, review latency, lessons per
+    # day, 2 histograms
+    with django_assert_max_num_queries(21):
         client.get("/dashboard/")
 
 

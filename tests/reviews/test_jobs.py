@@ -177,8 +177,8 @@ def test_the_list_query_count_is_pinned(viewer, workspace, django_assert_max_num
     )
     viewer.get("/jobs/")
     # session, user, membership, page, kind suggestions, memberships, nav counters
-    # (jobs, delta queues)
-    with django_assert_max_num_queries(8):
+    # (jobs, delta queues, open contradictions)
+    with django_assert_max_num_queries(9):
         assert viewer.get("/jobs/").status_code == 200
     with django_assert_max_num_queries(4):
         assert viewer.get("/jobs/?kind=decay", **HX).status_code == 200

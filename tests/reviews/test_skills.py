@@ -87,8 +87,8 @@ def test_the_skill_list_query_count_is_pinned(
     bulk_deltas(agent, 200)
     client = member_client(workspace=workspace, role="viewer")
     client.get("/skills/")
-    # session, user, membership, the page (counts annotated), the workspace menu, nav (2)
-    with django_assert_max_num_queries(7):
+    # session, user, membership, the page (counts annotated), the workspace menu, nav (3)
+    with django_assert_max_num_queries(8):
         response = client.get("/skills/")
     assert len(response.context["page"]) == 31
 
@@ -188,8 +188,8 @@ def test_the_skill_page_query_count_is_pinned(
     client = member_client(workspace=workspace, role="viewer")
     client.get("/skills/triage-inbox/")
     # session, user, membership, the skill with counts, its agents, the chosen agent,
-    # its active deltas, the versions, the workspace menu, nav (2)
-    with django_assert_max_num_queries(11):
+    # its active deltas, the versions, the workspace menu, nav (3)
+    with django_assert_max_num_queries(12):
         client.get("/skills/triage-inbox/")
 
 
@@ -290,8 +290,8 @@ def test_the_facts_query_count_is_pinned(
         )
     client = member_client(workspace=workspace, role="viewer")
     client.get("/facts/")
-    # session, user, membership, the page, consumers, namespaces, menu, nav (2)
-    with django_assert_max_num_queries(9):
+    # session, user, membership, the page, consumers, namespaces, menu, nav (3)
+    with django_assert_max_num_queries(10):
         response = client.get("/facts/")
     assert len(response.context["page"]) == 50
 

@@ -195,8 +195,9 @@ def test_the_list_query_count_does_not_grow_with_the_queue(
     client.get("/deltas/staged/?size=200")
     # session, user, membership, the page, its umbrella members, the active deltas of
     # its (agent, skill) pairs, their tool registries, the ledger tallies of its scopes,
-    # the workspace menu, and the nav's queue counts and active jobs: 11, for 2 or 200.
-    with django_assert_max_num_queries(11):
+    # the workspace menu, and the nav's queue counts, active jobs and open
+    # contradictions: 12, for 2 or 200.
+    with django_assert_max_num_queries(12):
         response = client.get("/deltas/staged/?size=200")
     assert len(response.context["page"]) == 200
 

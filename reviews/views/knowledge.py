@@ -1,0 +1,275 @@
+"""The knowledge browser: search with the same hybrid recall agents get, browse and
+filter, and act on one item (edit, archive, restore, delete) through the knowledge
+services, as a person.
+
+Searching here is a person looking, not an agent using memory: it calls the recall
+*selector* (``knowledge_search``), which reads only, so neither confidence nor the
+use counts move.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib import messages
+from django.http import Http404
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from cairn.errors import ApplicationError
+from memory.embeddings import EmbeddingError, get_embedder
+from memory.models import Category, Knowledge
+from memory.selectors.knowledge import (
+    KNOWLEDGE_ORDER,
+    knowledge_browse,
+    knowledge_get,
+    knowledge_ledger,
+    knowledge_lineage,
+    knowledge_search,
+)
+from memory.selectors.ops import audit_event_for_targets
+from memory.services.knowledge import (
+    Actor,
+    knowledge_delete,
+    knowledge_forget,
+    knowledge_restore,
+    knowledge_update,
+)
+from reviews.access import require_role
+from reviews.forms import KnowledgeEditForm, ReasonForm, form_errors_from
+from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
+from reviews.pagination import paginate
+
+logger = logging.getLogger(__name__)
+
+LIST = "reviews/knowledge.html"
+DETAIL = "reviews/knowledge_detail.html"
+STATUSES = [("active", "active"), ("archived", "archived"), ("all", "any status")]
+TOP_K_CHOICES = (10, 20, 50)
+FILTERS = {"q": 500, "category": 16, "context": 200, "entity": 200, "status": 8}
+
+
+def _filters(request) -> dict:
+    f = {name: request.GET.get(name, "").strip()[:cap] for name, cap in FILTERS.items()}
+    if f["category"] not in Category.values:
+        f["category"] = ""
+    if f["status"] not in dict(STATUSES):
+        f["status"] = "active"
+    f["sensitive"] = request.GET.get("sensitive") == "1"
+    try:
+        top = int(request.GET.get("top", TOP_K_CHOICES[1]))
+    except ValueError:
+        top = TOP_K_CHOICES[1]
+    f["top"] = top if top in TOP_K_CHOICES else TOP_K_CHOICES[1]
+    return f
+
+
+def _search(workspace, f: dict) -> tuple[list, bool]:
+    """Hybrid recall exactly as the API runs it, minus marking use; (hits, vector used)."""
+    try:
+        vector = get_embedder().embed_one(f["q"])
+    except EmbeddingError:
+        logger.exception("query embedding failed; the browser searches full text only")
+        vector = None
+    hits = knowledge_search(
+        workspace=workspace,
+        query=f["q"],
+        query_embedding=vector,
+        top_k=f["top"],
+        context=f["context"] or None,
+        category=f["category"] or None,
+        entity=f["entity"] or None,
+        include_sensitive=f["sensitive"],
+    )
+    return hits, vector is not None
+
+
+@require_role("viewer")
+@require_GET
+def knowledge(request):
+    """Search mode (a query over active items: ranked hits, no paging past ``top``), or
+    browse mode (newest first, keyset-paged; archived items too; a query matches words)."""
+    f = _filters(request)
+    workspace = request.workspace
+    context = {
+        **f,
+        "statuses": STATUSES,
+        "categories": Category.values,
+        "top_choices": TOP_K_CHOICES,
+        "list_url": reverse("reviews:knowledge"),
+        "filtered": any(f[name] for name in ("q", "category", "context", "entity"))
+        or f["status"] != "active",
+    }
+    if f["q"] and f["status"] == "active":
+        hits, vector_used = _search(workspace, f)
+        context.update({"mode": "search", "hits": hits, "vector_used": vector_used})
+    else:
+        queryset = knowledge_browse(
+            workspace=workspace,
+            category=f["category"] or None,
+            context=f["context"] or None,
+            entity=f["entity"] or None,
+            status=f["status"],
+            q=f["q"] or None,
+            include_sensitive=f["sensitive"],
+        )
+        context.update(
+            {"mode": "browse", "page": paginate(request, queryset, ordering=KNOWLEDGE_ORDER)}
+        )
+    return render_page(request, LIST, context, partial="rows")
+
+
+def _item_or_404(request, pk: int) -> Knowledge:
+    try:
+        return knowledge_get(workspace=request.workspace, item_id=pk)
+    except ApplicationError:
+        raise Http404("No such knowledge item in this workspace.") from None
+
+
+def _detail_context(request, item: Knowledge, **extra) -> dict:
+    versions = knowledge_lineage(item=item)
+    ids = [row.pk for row in versions]
+    ledger = knowledge_ledger(item_ids=ids)
+    for row in versions:
+        row.changes = ledger[row.pk]
+    return {
+        "item": item,
+        "head": versions[-1] if versions else item,
+        "versions": versions,
+        "activity": audit_event_for_targets(
+            workspace=request.workspace, target_type="knowledge", target_ids=ids
+        ),
+        "categories": Category.values,
+        "errors": {},
+        **extra,
+    }
+
+
+@require_role("viewer")
+@require_GET
+def knowledge_detail(request, pk: int):
+    item = _item_or_404(request, pk)
+    return render_page(request, DETAIL, _detail_context(request, item), partial="knowledge_main")
+
+
+def _person(request) -> Actor:
+    return Actor.for_user(request.user)
+
+
+def _answer(request, item: Knowledge, *, status: int = 200, shown_pk: int | None = None, **extra):
+    if not wants_fragment(request):
+        return redirect_back("reviews:knowledge_detail", item.pk)
+    context = _detail_context(request, _item_or_404(request, item.pk), **extra)
+    response = render_action(request, f"{DETAIL}#knowledge_main", context, status=status)
+    if status == 200 and shown_pk is not None and shown_pk != item.pk:
+        response["HX-Push-Url"] = reverse("reviews:knowledge_detail", args=[item.pk])
+    return response
+
+
+def _refused(request, item: Knowledge, errors: dict):
+    if wants_fragment(request):
+        return _answer(request, item, status=422, errors=errors)
+    messages.error(request, next(iter(errors.values())))
+    return redirect_back("reviews:knowledge_detail", item.pk)
+
+
+def _reason(request, item: Knowledge, name: str):
+    form = ReasonForm(request.POST)
+    if form.is_valid():
+        return form.cleaned_data["reason"], None
+    return None, _refused(request, item, {name: form.first_error()})
+
+
+@require_role("reviewer")
+@require_POST
+def knowledge_archive(request, pk: int):
+    item = _item_or_404(request, pk)
+    reason, refused = _reason(request, item, "archive")
+    if refused:
+        return refused
+    try:
+        item = knowledge_forget(
+            workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
+        )
+    except ApplicationError as exc:
+        return _refused(request, item, {"action": exc.message})
+    messages.success(request, f"Item {item.pk} archived: out of recall, kept, restorable.")
+    return _answer(request, item)
+
+
+@require_role("reviewer")
+@require_POST
+def knowledge_restore_view(request, pk: int):
+    item = _item_or_404(request, pk)
+    reason, refused = _reason(request, item, "restore")
+    if refused:
+        return refused
+    try:
+        item = knowledge_restore(
+            workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
+        )
+    except ApplicationError as exc:
+        return _refused(request, item, {"action": exc.message})
+    messages.success(request, f"Item {item.pk} restored: recall finds it again.")
+    return _answer(request, item)
+
+
+@require_role("reviewer")
+@require_POST
+def knowledge_delete_view(request, pk: int):
+    """A person's real delete (the item and its older versions), audited without content."""
+    item = _item_or_404(request, pk)
+    reason, refused = _reason(request, item, "delete")
+    if refused:
+        return refused
+    try:
+        deleted = knowledge_delete(
+            workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
+        )
+    except ApplicationError as exc:
+        return _refused(request, item, {"action": exc.message})
+    messages.success(
+        request,
+        f"Item {pk} deleted for good ({deleted} row{'s' if deleted != 1 else ''} with its "
+        "older versions). The audit log keeps who and why, not the content.",
+    )
+    if not wants_fragment(request):
+        return redirect_back("reviews:knowledge")
+    context = {"deleted_pk": pk, "deleted": deleted, "list_url": reverse("reviews:knowledge")}
+    return render_action(request, f"{DETAIL}#deleted", context)
+
+
+@require_role("reviewer")
+@require_POST
+def knowledge_edit(request, pk: int):
+    """Through ``knowledge_update``: new content supersedes (the page then shows the new
+    version); other fields change in place."""
+    item = _item_or_404(request, pk)
+    form = KnowledgeEditForm(request.POST)
+    result = None
+    if form.is_valid():
+        data = form.cleaned_data
+        fields = ("content", "category", "context", "entity", "domain", "sensitive")
+        changes = {name: data[name] for name in fields if data[name] != getattr(item, name)}
+        try:
+            result = knowledge_update(
+                workspace=request.workspace,
+                item_id=item.pk,
+                actor=_person(request),
+                changes=changes,
+                reason=data["reason"],
+            )
+        except ApplicationError as exc:
+            form_errors_from(form, exc)
+    if result is None:
+        if wants_fragment(request):
+            return _answer(request, item, status=422, edit_form=form)
+        messages.error(request, form.first_error())
+        return redirect_back("reviews:knowledge_detail", item.pk)
+    if result.supersedes:
+        messages.success(
+            request, f"Saved as item {result.item.pk}; item {item.pk} is kept in its history."
+        )
+    else:
+        messages.success(request, f"Item {item.pk} saved.")
+    return _answer(request, result.item, shown_pk=item.pk)
