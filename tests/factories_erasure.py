@@ -18,20 +18,32 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connection
 
-from memory.models import Agent, Workspace
+from memory.models import Agent, ProjectLabel, Workspace
 from memory.services.conversations import tool_calls_log, turn_store
 from memory.services.deltas import delta_create
 from memory.services.facts import fact_put
 from memory.services.idempotency import idempotency_store, request_digest
 from memory.services.knowledge import Actor, knowledge_remember
 from memory.services.outcomes import outcome_record
+from memory.services.projects import project_digest, project_label_set
+from memory.services.review_items import review_item_open
 from memory.services.skills import agent_tools_set, effective_skill_resolve, skill_register
 from memory.services.trust import feedback_record
 from tests.factories_lessons import check, step
 from tests.factories_skills import EMAIL_TOOLS, skill_md
 
 EVERYTHING = frozenset(
-    {"knowledge", "outcome", "lesson", "delta", "fact", "feedback", "turns", "tool_calls"}
+    {
+        "knowledge",
+        "outcome",
+        "lesson",
+        "delta",
+        "fact",
+        "feedback",
+        "turns",
+        "tool_calls",
+        "project_label",
+    }
 )
 
 
@@ -52,6 +64,8 @@ class Bundle:
     deltas: list[int] = field(default_factory=list)
     facts: list[int] = field(default_factory=list)
     error_items: list[int] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    review_items: list[int] = field(default_factory=list)
 
 
 def workspace_ready(workspace: Workspace) -> None:
@@ -113,6 +127,28 @@ def bundle(
     )
     b.outcomes.append(body["id"])
     b.lessons.extend(body["lessons_created"])
+    # A person's name for the project, and a contradiction a job left for review.
+    project_label_set(
+        workspace=workspace,
+        project_digest=project_digest(remote=b.project_remote),
+        label=text("project_label", f"{name} shop"),
+        actor="user:test",
+    )
+    b.labels.append(
+        ProjectLabel.objects.get(
+            workspace=workspace, project_digest=project_digest(remote=b.project_remote)
+        ).pk
+    )
+    if b.lessons:
+        review, _ = review_item_open(
+            workspace=workspace,
+            a_type="knowledge",
+            a_id=item.pk,
+            b_type="lesson",
+            b_id=b.lessons[0],
+            reason="conflicting advice on installs",
+        )
+        b.review_items.append(review.pk)
     # A learned preference (auto-approved: the workspace opted in) and a fact.
     write = delta_create(
         agent=agent,
@@ -286,6 +322,8 @@ def rows_of(bundle: Bundle, *, error_items: bool = True) -> dict[str, list[int]]
         "memory.Lesson": bundle.lessons,
         "memory.SkillDelta": bundle.deltas,
         "memory.LearnedFact": bundle.facts,
+        "memory.ProjectLabel": bundle.labels,
+        "memory.ReviewItem": bundle.review_items,
     }
 
 

@@ -37,8 +37,8 @@ pytestmark = pytest.mark.django_db
 
 # What each selector reaches in a bundle: the marker is planted only there.
 REACH = {
-    "agent": EVERYTHING,
-    "project": frozenset({"outcome", "lesson"}),
+    "agent": EVERYTHING - {"project_label"},  # a project's name is nobody's own words
+    "project": frozenset({"outcome", "lesson", "project_label"}),
     "context": frozenset({"knowledge", "outcome", "lesson", "turns"}),
     "session": frozenset(
         {"knowledge", "outcome", "lesson", "delta", "fact", "turns", "tool_calls"}
@@ -49,7 +49,7 @@ REACH = {
 # Tables whose rows of the erased bundle must be gone after each selector.
 GONE = {
     "agent": {"memory.Knowledge", "memory.Outcome", "memory.Lesson", "memory.SkillDelta"},
-    "project": {"memory.Outcome", "memory.Lesson"},
+    "project": {"memory.Outcome", "memory.Lesson", "memory.ProjectLabel"},
     "context": {"memory.Knowledge", "memory.Outcome", "memory.Lesson"},
     "session": {
         "memory.Knowledge",
@@ -65,8 +65,12 @@ GONE = {
         "memory.Lesson",
         "memory.SkillDelta",
         "memory.LearnedFact",
+        "memory.ProjectLabel",
     },
 }
+# A review item points at a lesson and an item: it goes with either.
+for _gone in GONE.values():
+    _gone.add("memory.ReviewItem")
 
 
 def _selector(kind, erased, workspace, marker):
