@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agents.apis import core, knowledge, outcomes, skills
+from agents.apis import core, exports, knowledge, outcomes, skills
 
 app_name = "agents"
 
@@ -11,3 +11,4 @@ urlpatterns = [
 urlpatterns += knowledge.urlpatterns
 urlpatterns += outcomes.urlpatterns
 urlpatterns += skills.urlpatterns
+urlpatterns += exports.urlpatterns

@@ -388,6 +388,38 @@ CELERY_BEAT_SCHEDULE["skills-consolidate"] = {
 }
 
 
+# --- export, erasure and retention (SPEC sections 2, 7 and 8) -------------------
+# Raw conversation turns and tool calls are pruned after this many days.
+CAIRN_RETENTION_RAW_DAYS = envint("CAIRN_RETENTION_RAW_DAYS", 90)
+# Finished job runs (with their counts) are kept this long.
+CAIRN_RETENTION_JOB_RUNS_DAYS = envint("CAIRN_RETENTION_JOB_RUNS_DAYS", 90)
+# Audit events and erasure receipts are kept this long.
+CAIRN_RETENTION_AUDIT_DAYS = envint("CAIRN_RETENTION_AUDIT_DAYS", 365)
+# Idempotency records replay responses (with content) for retries this long.
+CAIRN_RETENTION_IDEMPOTENCY_HOURS = envint("CAIRN_RETENTION_IDEMPOTENCY_HOURS", 24)
+# Export files under MEDIA_ROOT/exports/ are deleted after this many days.
+CAIRN_RETENTION_EXPORT_DAYS = envint("CAIRN_RETENTION_EXPORT_DAYS", 7)
+# Erasure deletes in batches of this many rows per table and transaction, looping
+# until nothing matches.
+CAIRN_ERASURE_BATCH = envint("CAIRN_ERASURE_BATCH", 500)
+# After the last batch, the job re-checks every table this many times for rows
+# that matched while it ran (written concurrently) before it reports any as left.
+CAIRN_ERASURE_VERIFY_PASSES = 3
+# A text-match erasure needs at least this many characters (a 1-letter match
+# would select nearly everything).
+CAIRN_ERASURE_TEXT_MIN_CHARS = 3
+CAIRN_ERASURE_TEXT_MAX_CHARS = 2000
+# VACUUM after an erasure also truncates empty trailing pages (the file shrinks),
+# waiting up to 5 s per table for concurrent transactions' locks.
+CAIRN_ERASURE_VACUUM_TRUNCATE = envbool("CAIRN_ERASURE_VACUUM_TRUNCATE", True)
+# Export records are read in chunks of this many rows.
+CAIRN_EXPORT_CHUNK = 500
+CELERY_BEAT_SCHEDULE["prune"] = {
+    "task": "memory.tasks.prune",
+    "schedule": envint("CAIRN_PRUNE_EVERY_S", 3600),
+}
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -99,3 +99,58 @@ def embed_backfill(run_id: int | None = None) -> int:
             return 0
         run.counts = embed_backfill_run(run=run)
         return run.pk
+
+
+@shared_task(name="memory.tasks.export_run")
+def export_run(run_id: int) -> int | None:
+    """Write an export file for a queued export run (SPEC sections 7 and 8)."""
+    from memory.models import JobRun
+    from memory.services.exports import export_job
+
+    run = JobRun.objects.select_related("workspace").get(pk=run_id)
+    with job_recorded(
+        kind="export",
+        workspace=run.workspace,
+        run_id=run_id,
+        task_id=export_run.request.id or "",
+        lock=f"job:export:run:{run_id}",
+    ) as run:
+        if run is None:
+            return None
+        export_job(run=run)
+        return run.pk
+
+
+@shared_task(name="memory.tasks.erasure_run")
+def erasure_run(run_id: int, selector: dict) -> int | None:
+    """Erase what ``selector`` reaches. The selector's value travels only in this
+    message: the database keeps its digest (SPEC principle 4)."""
+    from memory.models import JobRun
+    from memory.services.erasure import erasure_job
+
+    run = JobRun.objects.select_related("workspace").get(pk=run_id)
+    if run.status not in (JobRun.Status.QUEUED, JobRun.Status.RUNNING):
+        return None  # a redelivered message for a run that already finished
+    with job_recorded(
+        kind="erasure",
+        workspace=run.workspace,
+        run_id=run_id,
+        task_id=erasure_run.request.id or "",
+        lock=f"job:erasure:run:{run_id}",
+    ) as run:
+        if run is None:
+            return None
+        erasure_job(run=run, message=selector)
+        return run.pk
+
+
+@shared_task(name="memory.tasks.prune")
+def prune(run_id: int | None = None) -> int | None:
+    """Delete raw history, job runs, audit events and replays past their retention."""
+    from memory.services.retention import retention_prune
+
+    with job_recorded(kind="prune", run_id=run_id, task_id=prune.request.id or "") as run:
+        if run is None:
+            return None
+        run.counts = retention_prune()
+        return run.pk

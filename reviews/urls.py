@@ -10,6 +10,7 @@ from reviews.views import (
     knowledge,
     lessons,
     outcomes,
+    privacy,
     projects,
     skills,
 )
@@ -84,4 +85,13 @@ urlpatterns = [
     path("skills/<str:name>/deltas/<int:pk>/revert/", skills.skills_revert, name="skills_revert"),
     path("skills/<str:name>/reset/", skills.skills_reset, name="skills_reset"),
     path("facts/", skills.skills_facts, name="skills_facts"),
+    path("exports/", privacy.exports, name="exports"),
+    path("exports/start/", privacy.exports_start, name="exports_start"),
+    path("exports/<int:pk>/", privacy.exports_detail, name="exports_detail"),
+    path("exports/<int:pk>/download/", privacy.exports_download, name="exports_download"),
+    path("erasures/", privacy.erasures, name="erasures"),
+    path("erasures/preview/", privacy.erasures_preview, name="erasures_preview"),
+    path("erasures/start/", privacy.erasures_start, name="erasures_start"),
+    path("erasures/<int:pk>/", privacy.erasures_detail, name="erasures_detail"),
+    path("erasures/<int:pk>/receipt.json", privacy.erasures_receipt, name="erasures_receipt"),
 ]

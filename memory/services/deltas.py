@@ -797,14 +797,18 @@ def delta_consolidate(*, workspace: Workspace | None = None) -> dict:
         )
         neighbours: dict[int, list[tuple[int, float]]] = {}
         for delta in members.order_by("id").only("id", "payload_embedding"):
+            # No ORDER BY distance: that would let the planner use the HNSW index,
+            # whose scan stops after ef_search candidates from the whole table
+            # (other workspaces', deleted rows), silently dropping this group's
+            # neighbours. A group is small: filter exactly, sort here.
             near = (
                 members.exclude(pk=delta.pk)
                 .annotate(distance=CosineDistance("payload_embedding", delta.payload_embedding))
                 .filter(distance__lte=max_distance)
-                .order_by("distance", "id")
+                .order_by("id")
                 .values_list("id", "distance")
             )
-            neighbours[delta.pk] = list(near)
+            neighbours[delta.pk] = sorted(near, key=lambda pair: (pair[1], pair[0]))
         taken: set[int] = set()
         seeds = sorted(neighbours, key=lambda pk: (-len(neighbours[pk]), pk))
         for seed in seeds:

@@ -595,6 +595,33 @@ def _cache_key(*, agent: Agent, skill: Skill, session_id: str) -> str:
     return f"skills:effective:v1:{agent.workspace_id}:{agent.pk}:{skill.pk}:{session}"
 
 
+def effective_skill_cache_forget(*, workspace_id: int, agent_ids: list[int] | None = None) -> int:
+    """Delete cached effective skills (of ``agent_ids``, else of the whole workspace).
+
+    Erasure calls this: a cached rendering quotes delta payloads. Returns how many
+    keys went. Keys are found with SCAN on the cache's own Redis, never KEYS.
+    """
+    if agent_ids is not None and not agent_ids:
+        return 0
+    patterns = (
+        [f"skills:effective:v1:{workspace_id}:{agent_id}:*" for agent_id in agent_ids]
+        if agent_ids is not None
+        else [f"skills:effective:v1:{workspace_id}:*"]
+    )
+    client = cache._cache.get_client(write=True)
+    deleted = 0
+    for pattern in patterns:
+        batch = []
+        for key in client.scan_iter(match=cache.make_key(pattern), count=500):
+            batch.append(key)
+            if len(batch) >= 500:
+                deleted += client.delete(*batch)
+                batch = []
+        if batch:
+            deleted += client.delete(*batch)
+    return deleted
+
+
 def delta_usage_record(*, delta_ids: list[int]) -> None:
     """Rendering a delta counts as use (never as evidence): budget ranking reads this."""
     if delta_ids:

@@ -144,3 +144,24 @@
     }
   });
 })();
+
+// Scope pickers (export and erasure forms): show only the fields the chosen kind
+// uses. Without JavaScript every field shows and the server ignores the others.
+(function () {
+  "use strict";
+  function sync(select) {
+    const form = select.closest("form");
+    if (!form) return;
+    form.querySelectorAll("[data-when]").forEach(function (field) {
+      field.hidden = field.dataset.when.split(" ").indexOf(select.value) === -1;
+    });
+  }
+  function syncAll(root) {
+    root.querySelectorAll("select[data-scope]").forEach(sync);
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("select[data-scope]")) sync(event.target);
+  });
+  document.addEventListener("DOMContentLoaded", function () { syncAll(document); });
+  document.addEventListener("htmx:afterSettle", function (event) { syncAll(event.target); });
+})();

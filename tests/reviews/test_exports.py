@@ -1,0 +1,126 @@
+"""Export page: reviewers and admins start exports, watch them and download the file."""
+
+import pytest
+from django.test import Client
+
+from memory.models import AuditEvent, JobRun
+from memory.services.exports import export_job
+from tests.factories import WorkspaceFactory
+from tests.factories_erasure import bundle, ready_agent, workspace_ready
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture(autouse=True)
+def _media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path  # export files of these tests stay out of var/
+
+
+@pytest.fixture
+def reviewer(member_client, workspace):
+    return member_client(workspace=workspace, role="reviewer")
+
+
+def _finished_export(workspace, fmt="json"):
+    """An export run done by the job body itself (no worker needed here)."""
+    run = JobRun.objects.create(
+        kind="export",
+        workspace=workspace,
+        params={"selector": {"kind": "workspace", "value": workspace.name}, "format": fmt},
+        requested_by="user:r",
+        status=JobRun.Status.SUCCEEDED,
+    )
+    export_job(run=run)
+    run.save()
+    return run
+
+
+@pytest.mark.parametrize(("role", "status"), [("viewer", 403), ("reviewer", 200), ("admin", 200)])
+def test_it_lets_reviewers_and_admins_in(member_client, workspace, role, status):
+    client = member_client(workspace=workspace, role=role)
+    assert client.get("/exports/").status_code == status
+    assert client.post("/exports/start/", {"kind": "workspace"}).status_code in (
+        (403,) if status == 403 else (303,)
+    )
+
+
+def test_it_shows_the_page_and_the_rows_fragment(reviewer, workspace):
+    run = _finished_export(workspace)
+    page = reviewer.get("/exports/").content.decode()
+    assert "<html" in page and "New export" in page and f"export-{run.pk}" in page
+    fragment = reviewer.get("/exports/", **HX).content.decode()
+    assert "<html" not in fragment and fragment.lstrip().startswith('<div id="rows"')
+
+
+def test_it_starts_an_export_as_a_job_and_audits_it(reviewer, workspace):
+    response = reviewer.post("/exports/start/", {"kind": "workspace", "format": "jsonl"}, **HX)
+    assert response.status_code == 200
+    run = JobRun.objects.get(kind="export", workspace=workspace)
+    assert run.params["format"] == "jsonl"
+    assert run.requested_by == f"user:{reviewer.user.username}"
+    html = response.content.decode()
+    assert f'id="export-{run.pk}"' in html and "every" in html  # the new row polls
+    assert AuditEvent.objects.filter(action="export.request", target_id=str(run.pk)).exists()
+
+
+def test_it_names_what_is_wrong_with_the_scope(reviewer, workspace):
+    response = reviewer.post("/exports/start/", {"kind": "agent", "value": "nobody"}, **HX)
+    assert response.status_code == 422
+    assert "No agent named" in response.content.decode()
+    assert not JobRun.objects.filter(kind="export").exists()
+
+
+def test_it_polls_a_running_export_row(reviewer, workspace):
+    run = JobRun.objects.create(kind="export", workspace=workspace, status="running", params={})
+    html = reviewer.get(f"/exports/{run.pk}/", **HX).content.decode()
+    assert html.lstrip().startswith(f'<tr id="export-{run.pk}"') and "hx-trigger" in html
+
+
+def test_it_serves_the_file_to_a_reviewer_and_audits_the_download(reviewer, workspace):
+    workspace_ready(workspace)
+    bundle(agent=ready_agent(workspace, "gaia/chat"), name="alpha")
+    run = _finished_export(workspace)
+    response = reviewer.get(f"/exports/{run.pk}/download/")
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("attachment;")
+    body = b"".join(response.streaming_content).decode()
+    assert "The alpha team deploys on Fridays." in body
+    assert AuditEvent.objects.filter(action="export.download", target_id=str(run.pk)).exists()
+
+
+def test_it_never_serves_files_to_viewers_strangers_or_other_workspaces(member_client, workspace):
+    run = _finished_export(workspace)
+    assert Client().get(f"/exports/{run.pk}/download/").status_code == 302  # to the login
+    viewer = member_client(workspace=workspace, role="viewer")
+    assert viewer.get(f"/exports/{run.pk}/download/").status_code == 403
+    stranger = member_client(workspace=WorkspaceFactory(), role="admin")
+    assert stranger.get(f"/exports/{run.pk}/download/").status_code == 404
+
+
+def test_it_answers_404_for_an_expired_file(reviewer, workspace):
+    from memory.services.exports import export_files_forget
+
+    run = _finished_export(workspace)
+    export_files_forget(workspace=workspace)
+    assert reviewer.get(f"/exports/{run.pk}/download/").status_code == 404
+    assert "expired" in reviewer.get("/exports/").content.decode()
+
+
+def test_it_needs_the_csrf_token(workspace):
+    from memory.services.identity import user_create
+
+    user, _ = user_create(workspace=workspace, username="r", role="reviewer", password="pw-x-123")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.post("/exports/start/", {"kind": "workspace"}).status_code == 403
+
+
+def test_it_lists_exports_in_a_fixed_number_of_queries(
+    reviewer, workspace, django_assert_max_num_queries
+):
+    for _ in range(5):
+        _finished_export(workspace)
+    with django_assert_max_num_queries(12):
+        reviewer.get("/exports/", **HX)
