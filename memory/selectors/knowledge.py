@@ -286,16 +286,28 @@ def recall_filters_sql(
     return " AND ".join(clauses), params
 
 
-def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) -> str:
-    """The fused recall statement (see the module docstring)."""
+def recall_sql(
+    *, where: str, use_vector: bool, use_text: bool, text_mode: str, exact: bool = False
+) -> str:
+    """The fused recall statement (see the module docstring).
+
+    ``exact``: order the vector side by an expression the HNSW index cannot
+    serve, so the planner reads the scope through its btree filters and sorts
+    exact distances (the fallback when the index walk found nothing).
+    """
     if use_vector:
+        order = (
+            "(k.embedding <=> %(qvec)s::vector) + 0"
+            if exact
+            else "k.embedding <=> %(qvec)s::vector"
+        )
         vec = f"""
         SELECT id, row_number() OVER (ORDER BY dist, id) AS rank FROM (
             SELECT k.id, k.embedding <=> %(qvec)s::vector AS dist
             FROM memory_knowledge k
             WHERE {where} AND k.embedding IS NOT NULL
               AND k.embedding_model IN (%(emodel)s, 'client')
-            ORDER BY k.embedding <=> %(qvec)s::vector
+            ORDER BY {order}
             LIMIT %(n)s
         ) v"""
     else:
@@ -405,6 +417,21 @@ def knowledge_search(
             )
         cursor.execute(sql, params)
         rows = cursor.fetchall()
+        if use_vector and not any(row[13] is not None for row in rows):
+            # An HNSW walk can come back empty for a scope that has vectors (a graph
+            # full of deleted rows not yet vacuumed, e.g. after a large erasure):
+            # answer that scope exactly instead of silently dropping the vector side.
+            cursor.execute(
+                recall_sql(
+                    where=where,
+                    use_vector=True,
+                    use_text=use_text,
+                    text_mode=text_mode or settings.CAIRN_RECALL_TEXT_MODE,
+                    exact=True,
+                ),
+                params,
+            )
+            rows = cursor.fetchall()
     hits = []
     for row in rows:
         (

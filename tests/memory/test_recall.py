@@ -247,3 +247,51 @@ def test_recall_quality_on_paraphrased_queries(workspace):
         else:
             misses.append(question)
     assert hits / len(FACTS) >= 0.9, misses
+
+
+def test_an_empty_index_walk_falls_back_to_an_exact_answer(settings):
+    """A filtered HNSW walk that runs out of budget must not drop the vector side."""
+    import numpy as np
+    from django.db import connection
+
+    mine, crowd = WorkspaceFactory(), WorkspaceFactory()
+    rng = np.random.default_rng(3)
+    query = rng.normal(size=384)
+    query /= np.linalg.norm(query)
+
+    def near(scale):
+        v = query + scale * rng.normal(size=384)
+        return (v / np.linalg.norm(v)).tolist()
+
+    # Another workspace crowds the graph around the query; mine has one item, a bit further.
+    Knowledge.objects.bulk_create(
+        [Knowledge(workspace=crowd, content=f"crowd {i}", embedding=near(0.05),
+                   embedding_model=MODEL) for i in range(400)]
+    )  # fmt: skip
+    only = Knowledge.objects.create(
+        workspace=mine, content="the only one", embedding=near(0.5), embedding_model=MODEL
+    )
+    # The classic starvation: the walk returns its ef_search candidates, all from the
+    # crowd, and the workspace filter leaves nothing.
+    settings.CAIRN_RECALL_ITERATIVE_SCAN = "off"
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_knowledge")
+        # Make the planner take the HNSW path rather than the btree + sort it would
+        # choose for so small a scope (the fallback's sort has no alternative).
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_sort = off")
+    try:
+        hits = knowledge_search(
+            workspace=mine,
+            query="",
+            query_embedding=query.tolist(),
+            top_k=3,
+            ef_search=1,
+            text_weight=0.0,
+        )
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET enable_seqscan")
+            cursor.execute("RESET enable_sort")
+    assert [h.id for h in hits] == [only.id]
+    assert hits[0].vector_rank == 1
