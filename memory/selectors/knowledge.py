@@ -286,32 +286,42 @@ def recall_filters_sql(
     return " AND ".join(clauses), params
 
 
-def recall_sql(
-    *, where: str, use_vector: bool, use_text: bool, text_mode: str, exact: bool = False
-) -> str:
+def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) -> str:
     """The fused recall statement (see the module docstring).
 
-    ``exact``: order the vector side by an expression the HNSW index cannot
-    serve, so the planner reads the scope through its btree filters and sorts
-    exact distances (the fallback when the index walk found nothing).
+    The vector side walks the HNSW index; if that walk comes back empty for a
+    scope that has vectors (its ef_search candidates all filtered out, or a graph
+    full of deleted rows after a large erasure, not yet vacuumed), the same
+    statement answers the scope exactly instead: ordered by an expression the
+    index cannot serve, read through the btree filters. The uncorrelated
+    NOT EXISTS is a one-time filter, so the exact scan runs only then.
     """
     if use_vector:
-        order = (
-            "(k.embedding <=> %(qvec)s::vector) + 0"
-            if exact
-            else "k.embedding <=> %(qvec)s::vector"
-        )
-        vec = f"""
-        SELECT id, row_number() OVER (ORDER BY dist, id) AS rank FROM (
+
+        def nearest(order: str, extra: str = "") -> str:
+            return f"""
             SELECT k.id, k.embedding <=> %(qvec)s::vector AS dist
             FROM memory_knowledge k
             WHERE {where} AND k.embedding IS NOT NULL
-              AND k.embedding_model IN (%(emodel)s, 'client')
+              AND k.embedding_model IN (%(emodel)s, 'client'){extra}
             ORDER BY {order}
-            LIMIT %(n)s
+            LIMIT %(n)s"""
+
+        vec = f"""
+        SELECT id, row_number() OVER (ORDER BY dist, id) AS rank FROM (
+            SELECT * FROM vec_index
+            UNION ALL
+            SELECT * FROM ({
+            nearest(
+                "(k.embedding <=> %(qvec)s::vector) + 0",
+                " AND NOT EXISTS (SELECT 1 FROM vec_index)",
+            )
+        }) exact
         ) v"""
+        vec_index = f"vec_index AS MATERIALIZED ({nearest('k.embedding <=> %(qvec)s::vector')}),"
     else:
         vec = "SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE false"
+        vec_index = ""
     if use_text:
         # Ranking reads every match's tsvector, so at most %(text_cap)s matches are
         # ranked: words common enough to match more than that carry little signal.
@@ -330,6 +340,7 @@ def recall_sql(
         txt = "SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE false"
     return f"""
     WITH tsq AS MATERIALIZED (SELECT {_tsquery_sql(text_mode)} AS q),
+    {vec_index}
     vec AS MATERIALIZED ({vec}),
     txt AS MATERIALIZED ({txt}),
     fused AS (
@@ -417,21 +428,6 @@ def knowledge_search(
             )
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-        if use_vector and not any(row[13] is not None for row in rows):
-            # An HNSW walk can come back empty for a scope that has vectors (a graph
-            # full of deleted rows not yet vacuumed, e.g. after a large erasure):
-            # answer that scope exactly instead of silently dropping the vector side.
-            cursor.execute(
-                recall_sql(
-                    where=where,
-                    use_vector=True,
-                    use_text=use_text,
-                    text_mode=text_mode or settings.CAIRN_RECALL_TEXT_MODE,
-                    exact=True,
-                ),
-                params,
-            )
-            rows = cursor.fetchall()
     hits = []
     for row in rows:
         (
