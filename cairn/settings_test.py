@@ -12,3 +12,6 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 CELERY_BEAT_SCHEDULE = {}
+# Tests serve static files through the finders; an empty STATIC_ROOT keeps
+# whitenoise from warning on every request in a fresh clone.
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
