@@ -76,6 +76,13 @@ def _text_clean(text: str, *, max_chars: int) -> str:
     return cleaned
 
 
+def _supersede(old: Lesson, *, by: Lesson, reason: str) -> None:
+    """Point ``old`` at the row that replaces it; the row itself is kept (principle 4)."""
+    old.superseded_by = by
+    old.supersede_reason = reason
+    old.save(update_fields=["superseded_by", "supersede_reason", "updated_at"])
+
+
 def _operation_clean(operation_key: str) -> str:
     cleaned = str(operation_key).strip()
     if not cleaned or len(cleaned) > 200:
@@ -416,9 +423,7 @@ def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:
         .exclude(pk=lesson.pk)
     )
     for old in inverse:
-        old.superseded_by = lesson
-        old.supersede_reason = SupersedeReason.REVERSED
-        old.save(update_fields=["superseded_by", "supersede_reason", "updated_at"])
+        _supersede(old, by=lesson, reason=SupersedeReason.REVERSED)
         audit_record(
             workspace=lesson.workspace,
             actor="system:outcomes",
@@ -505,9 +510,7 @@ def lesson_promote_if_confirmed(*, lesson: Lesson, now=None) -> Lesson | None:
         )
     for member in members:
         _evidence_copy(source=member, target=target)
-        member.superseded_by = target
-        member.supersede_reason = SupersedeReason.PROMOTED
-        member.save(update_fields=["superseded_by", "supersede_reason", "updated_at"])
+        _supersede(member, by=target, reason=SupersedeReason.PROMOTED)
     audit_record(
         workspace=lesson.workspace,
         actor="system:promotion",
@@ -562,9 +565,7 @@ def lesson_demote_if_foreign(*, lesson: Lesson, outcome: Outcome, now=None) -> L
         last_used_at=lesson.last_used_at,
     )
     _evidence_copy(source=lesson, target=demoted, only_project=last_project)
-    lesson.superseded_by = demoted
-    lesson.supersede_reason = SupersedeReason.DEMOTED
-    lesson.save(update_fields=["superseded_by", "supersede_reason", "updated_at"])
+    _supersede(lesson, by=demoted, reason=SupersedeReason.DEMOTED)
     audit_record(
         workspace=lesson.workspace,
         actor="system:demotion",
@@ -645,9 +646,7 @@ def lesson_edit(
         last_used_at=lesson.last_used_at,
     )
     _evidence_copy(source=lesson, target=edited)
-    lesson.superseded_by = edited
-    lesson.supersede_reason = SupersedeReason.EDITED
-    lesson.save(update_fields=["superseded_by", "supersede_reason", "updated_at"])
+    _supersede(lesson, by=edited, reason=SupersedeReason.EDITED)
     audit_record(
         workspace=lesson.workspace,
         actor=actor or _actor(agent),
