@@ -170,15 +170,20 @@ def token_revoke(*, token: ApiToken, actor: str, reason: str = "") -> ApiToken:
     return token
 
 
-def token_authenticate(*, raw: str) -> ApiToken | None:
-    """The active token for ``raw``, with its agent and workspace; records last use."""
+def _active_token(raw: str) -> ApiToken | None:
+    """The unrevoked token for ``raw``, with its agent and workspace."""
     if not raw.startswith(TOKEN_PREFIX):
         return None
-    token = (
+    return (
         ApiToken.objects.select_related("agent", "workspace")
         .filter(digest=token_digest(raw), revoked_at__isnull=True)
         .first()
     )
+
+
+def token_authenticate(*, raw: str) -> ApiToken | None:
+    """The active token for ``raw``, with its agent and workspace; records last use."""
+    token = _active_token(raw)
     if token is None:
         return None
     now = timezone.now()
@@ -195,13 +200,9 @@ def token_authenticate(*, raw: str) -> ApiToken | None:
 def token_lookup(*, authorization: str) -> ApiToken | None:
     """The active token named by an ``Authorization: Bearer`` header, without side effects."""
     parts = authorization.split()
-    if len(parts) != 2 or parts[0].lower() != "bearer" or not parts[1].startswith(TOKEN_PREFIX):
+    if len(parts) != 2 or parts[0].lower() != "bearer":
         return None
-    return (
-        ApiToken.objects.select_related("agent", "workspace")
-        .filter(digest=token_digest(parts[1]), revoked_at__isnull=True)
-        .first()
-    )
+    return _active_token(parts[1])
 
 
 @transaction.atomic
