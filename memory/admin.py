@@ -1,6 +1,10 @@
+"""The Django admin: identity and operations models (skills in ``skills/admin.py``)."""
+
 from django.contrib import admin
 
+from memory.identity.services import token_revoke
 from memory.models import Agent, ApiToken, AuditEvent, JobRun, Membership, Workspace
+from memory.skills import admin as skills_admin  # noqa: F401  (registers the skill admins)
 
 
 class MembershipInline(admin.TabularInline):
@@ -55,7 +59,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset):
-        from memory.services.identity import token_revoke
 
         for token in queryset:
             token_revoke(token=token, actor=f"user:{request.user.username}", reason="admin action")
@@ -83,4 +86,3 @@ class AuditEventAdmin(admin.ModelAdmin):
 
 
 # Each area registers its own admin classes beside its models.
-from memory import admin_skills  # noqa: E402,F401

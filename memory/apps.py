@@ -1,3 +1,5 @@
+"""The one Django app that holds every domain's models and rules."""
+
 from django.apps import AppConfig
 
 

@@ -7,9 +7,15 @@ import socket
 
 from celery import shared_task
 
-from memory.services.decay import decay_run
-from memory.services.jobs import job_recorded
-from memory.services.lessons import lesson_caps_enforce
+from memory.backfill import embed_backfill_run
+from memory.core.jobs import job_recorded
+from memory.lessons.decay import decay_run
+from memory.lessons.services import lesson_caps_enforce
+from memory.models import JobRun, Workspace
+from memory.privacy.erasure import erasure_job
+from memory.privacy.exports import export_job
+from memory.privacy.retention import retention_prune
+from memory.skills.jobs import delta_budget_enforce, delta_consolidate
 
 
 @shared_task(name="memory.tasks.heartbeat")
@@ -24,7 +30,6 @@ def heartbeat(run_id: int | None = None) -> int:
 
 
 def _workspace(workspace_id: int | None):
-    from memory.models import Workspace
 
     return Workspace.objects.get(pk=workspace_id) if workspace_id else None
 
@@ -32,7 +37,6 @@ def _workspace(workspace_id: int | None):
 @shared_task(name="memory.tasks.skills_budget")
 def skills_budget(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
     """Hold every agent's resident tier-3 deltas under the token budget (SPEC section 6)."""
-    from memory.services.deltas import delta_budget_enforce
 
     workspace = _workspace(workspace_id)
     with job_recorded(
@@ -50,7 +54,6 @@ def skills_budget(run_id: int | None = None, workspace_id: int | None = None) ->
 @shared_task(name="memory.tasks.skills_consolidate")
 def skills_consolidate(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
     """Propose staged umbrella deltas for near-identical deltas on one anchor."""
-    from memory.services.deltas import delta_consolidate
 
     workspace = _workspace(workspace_id)
     with job_recorded(
@@ -90,7 +93,6 @@ def maintenance(run_id: int | None = None) -> int:
 @shared_task(name="memory.tasks.embed_backfill")
 def embed_backfill(run_id: int | None = None) -> int:
     """Re-embed rows from another (or no) embedder, with progress; safe to run twice."""
-    from memory.services.embedding_backfill import embed_backfill_run
 
     with job_recorded(
         kind="embed_backfill", run_id=run_id, task_id=embed_backfill.request.id or ""
@@ -104,8 +106,6 @@ def embed_backfill(run_id: int | None = None) -> int:
 @shared_task(name="memory.tasks.export_run")
 def export_run(run_id: int) -> int | None:
     """Write an export file for a queued export run (SPEC sections 7 and 8)."""
-    from memory.models import JobRun
-    from memory.services.exports import export_job
 
     run = JobRun.objects.select_related("workspace").get(pk=run_id)
     with job_recorded(
@@ -125,8 +125,6 @@ def export_run(run_id: int) -> int | None:
 def erasure_run(run_id: int, selector: dict) -> int | None:
     """Erase what ``selector`` reaches. The selector's value travels only in this
     message: the database keeps its digest (SPEC principle 4)."""
-    from memory.models import JobRun
-    from memory.services.erasure import erasure_job
 
     run = JobRun.objects.select_related("workspace").get(pk=run_id)
     if run.status not in (JobRun.Status.QUEUED, JobRun.Status.RUNNING):
@@ -147,7 +145,6 @@ def erasure_run(run_id: int, selector: dict) -> int | None:
 @shared_task(name="memory.tasks.prune")
 def prune(run_id: int | None = None) -> int | None:
     """Delete raw history, job runs, audit events and replays past their retention."""
-    from memory.services.retention import retention_prune
 
     with job_recorded(kind="prune", run_id=run_id, task_id=prune.request.id or "") as run:
         if run is None:

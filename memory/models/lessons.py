@@ -2,7 +2,7 @@
 
 Projects and machines are digests only: no path or remote URL is stored.
 Every change of a lesson's or knowledge item's confidence writes one
-``ConfidenceChange`` row (the evidence ledger); ``memory.services.evidence.
+``ConfidenceChange`` row (the evidence ledger); ``memory.lessons.evidence.
 confidence_apply`` is the only code that does either.
 """
 

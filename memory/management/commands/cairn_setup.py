@@ -6,13 +6,13 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from cairn.health import pgvector_problem
-from memory.models import Role
-from memory.services.identity import (
+from memory.identity.services import (
     agent_get_or_create,
     token_issue,
     user_create,
     workspace_get_or_create,
 )
+from memory.models import Role
 
 
 class Command(BaseCommand):

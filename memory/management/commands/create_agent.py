@@ -1,8 +1,10 @@
+"""`manage.py create_agent WORKSPACE AGENT`: an agent and a token (printed once)."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from cairn.errors import ApplicationError
+from memory.identity.services import agent_get_or_create, token_issue, workspace_get_or_create
 from memory.models import TokenScope
-from memory.services.identity import agent_get_or_create, token_issue, workspace_get_or_create
 
 
 class Command(BaseCommand):

@@ -1,7 +1,9 @@
+"""`manage.py create_user WORKSPACE USERNAME ROLE`: a person with a role."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from cairn.errors import ApplicationError
-from memory.services.identity import user_create, workspace_get_or_create
+from memory.identity.services import user_create, workspace_get_or_create
 
 
 class Command(BaseCommand):

@@ -4,8 +4,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from cairn.errors import ApplicationError
+from memory.core.actors import Actor
 from memory.models import SkillDelta, Workspace
-from memory.services.deltas import (
+from memory.skills.consent import (
     delta_approve,
     delta_confirm_quarantined,
     delta_reapprove,
@@ -51,11 +52,11 @@ class Command(BaseCommand):
             raise CommandError("Unknown delta id.")
         try:
             if action == "reapprove":
-                result = delta_reapprove(deltas=deltas, user=person, reason=reason)
+                result = delta_reapprove(deltas=deltas, actor=Actor.for_user(person), reason=reason)
                 self.stdout.write(str(result))
                 return
             for delta in deltas:
-                changed = ACTIONS[action](delta=delta, user=person, reason=reason)
+                changed = ACTIONS[action](delta=delta, actor=Actor.for_user(person), reason=reason)
                 self.stdout.write(f"delta {changed.pk}: {changed.status}")
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc

@@ -9,11 +9,10 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from cairn.errors import ApplicationError
-from memory.datamap import EXPORT_SELECTORS
+from memory.core.audit import audit_record
 from memory.models import Workspace
-from memory.services.audit import audit_record
-from memory.services.erasure import selector_parse
-from memory.services.exports import FORMATS, export_write
+from memory.privacy.exports import FORMATS, export_write
+from memory.privacy.selection import EXPORT_SELECTORS, selector_parse
 
 
 class Command(BaseCommand):

@@ -7,8 +7,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from cairn.errors import ApplicationError
-from memory.services.exports import export_import
-from memory.services.identity import workspace_get_or_create
+from memory.core.actors import Actor
+from memory.identity.services import workspace_get_or_create
+from memory.privacy.imports import export_import
 
 
 class Command(BaseCommand):
@@ -24,7 +25,9 @@ class Command(BaseCommand):
             raise CommandError(f"No such file: {file}")
         try:
             ws = workspace_get_or_create(name=workspace)
-            created = export_import(workspace=ws, path=path, actor="system:shell")
+            created = export_import(
+                workspace=ws, path=path, actor=Actor(kind="system", label="system:shell")
+            )
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         summary = ", ".join(f"{name} {n}" for name, n in created.items() if n)

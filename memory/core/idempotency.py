@@ -1,0 +1,75 @@
+"""Idempotency-Key for agent write requests (SPEC section 11).
+
+The first request with a key runs and its successful response is stored; the
+same key again replays that response (nothing is applied twice). The same key
+on a different request is refused. Concurrent requests with one key are
+serialised by an advisory lock, so only one of them runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import dataclass
+
+from memory.core.locks import advisory_lock_blocking
+from memory.models import Agent, IdempotencyRecord
+
+KEY_MAX_CHARS = 200
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    status_code: int
+    body: bytes
+    content_type: str
+    matches: bool  # False: the key was used for a different request
+
+
+def request_digest(*, method: str, path: str, body: bytes) -> str:
+    return hashlib.sha256(method.encode() + b"\0" + path.encode() + b"\0" + body).hexdigest()
+
+
+def idempotency_lookup(*, agent: Agent, key: str, digest: str) -> StoredResponse | None:
+    record = IdempotencyRecord.objects.filter(agent=agent, key=key).first()
+    if record is None:
+        return None
+    return StoredResponse(
+        status_code=record.status_code,
+        body=bytes(record.response_body),
+        content_type=record.content_type,
+        matches=record.request_digest == digest,
+    )
+
+
+def idempotency_store(
+    *,
+    agent: Agent,
+    key: str,
+    method: str,
+    path: str,
+    digest: str,
+    status_code: int,
+    body: bytes,
+    content_type: str,
+) -> None:
+    IdempotencyRecord.objects.get_or_create(
+        agent=agent,
+        key=key,
+        defaults={
+            "workspace_id": agent.workspace_id,
+            "method": method,
+            "path": path[:500],
+            "request_digest": digest,
+            "status_code": status_code,
+            "response_body": body,
+            "content_type": content_type[:100],
+        },
+    )
+
+
+@contextlib.contextmanager
+def idempotency_guard(*, agent: Agent, key: str):
+    """Serialise requests that share (agent, key) across processes."""
+    with advisory_lock_blocking(f"idempotency:{agent.pk}:{key}"):
+        yield

@@ -1,0 +1,91 @@
+"""Job runs: every background job records start, end, counts, progress and errors.
+
+Jobs take a Postgres advisory lock named after their kind (and workspace), so
+two runs at once do not double-apply: the second records itself as skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+
+from celery import current_app
+from django.db import transaction
+from django.utils import timezone
+
+from memory.core.locks import advisory_lock
+from memory.models import JobRun
+
+
+def job_run_create(
+    *, kind: str, workspace=None, params: dict | None = None, requested_by: str = ""
+) -> JobRun:
+    return JobRun.objects.create(
+        kind=kind, workspace=workspace, params=params or {}, requested_by=requested_by
+    )
+
+
+def job_progress(*, run: JobRun, done: int, total: int | None = None) -> None:
+    fields = {"progress_done": done}
+    if total is not None:
+        fields["progress_total"] = total
+    JobRun.objects.filter(pk=run.pk).update(**fields)
+    run.progress_done = done
+    if total is not None:
+        run.progress_total = total
+
+
+@contextlib.contextmanager
+def job_recorded(
+    *,
+    kind: str,
+    workspace=None,
+    run_id: int | None = None,
+    task_id: str = "",
+    lock: str | None = None,
+):
+    """Run a job body inside a JobRun record.
+
+    1. Claim the queued run (or create one) and mark it running.
+    2. Take the advisory lock; if another run holds it, record ``skipped``.
+    3. Yield the run (``run.counts`` is filled in by the body); record success
+       or the error with its traceback, and re-raise errors.
+    """
+    if run_id is not None:
+        run = JobRun.objects.get(pk=run_id)
+    else:
+        run = JobRun.objects.create(kind=kind, workspace=workspace)
+    run.status = JobRun.Status.RUNNING
+    run.started_at = timezone.now()
+    run.task_id = task_id or run.task_id
+    run.save(update_fields=["status", "started_at", "task_id"])
+    lock_name = lock or f"job:{kind}:{workspace.pk if workspace else run.workspace_id or '*'}"
+    with advisory_lock(lock_name) as acquired:
+        if not acquired:
+            run.status = JobRun.Status.SKIPPED
+            run.finished_at = timezone.now()
+            run.error = "Another run of this job held the lock."
+            run.save(update_fields=["status", "finished_at", "error"])
+            yield None
+            return
+        try:
+            yield run
+        except Exception:
+            run.status = JobRun.Status.FAILED
+            run.error = traceback.format_exc()[-4000:]
+            run.finished_at = timezone.now()
+            run.save(update_fields=["status", "error", "finished_at", "counts", "result"])
+            raise
+        run.status = JobRun.Status.SUCCEEDED
+        run.finished_at = timezone.now()
+        if run.progress_total:
+            run.progress_done = run.progress_total
+        run.save(update_fields=["status", "finished_at", "counts", "result", "progress_done"])
+
+
+def job_enqueue(task_name: str, run: JobRun, *args) -> None:
+    """Send the task ``task_name(run.pk, *args)`` once the current transaction commits.
+
+    By name, so services never import ``memory.tasks`` (which sits above every
+    domain and imports their services)."""
+    transaction.on_commit(lambda: current_app.send_task(task_name, args=[run.pk, *args]))

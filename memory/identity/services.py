@@ -1,0 +1,251 @@
+"""Workspaces, members, agents and tokens. Tokens are random, shown once, stored hashed."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from cairn.errors import ApplicationError
+from memory.core.actors import Actor
+from memory.core.audit import audit_record
+from memory.models import Agent, ApiToken, Membership, Role, TokenScope, Workspace
+
+TOKEN_PREFIX = "cairn_"
+
+
+def token_digest(raw: str) -> str:
+    # Tokens carry 256 bits of randomness, so a fast hash is the right tool
+    # (a slow KDF only matters for guessable secrets like passwords).
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    raw: str  # shown once, never stored
+
+
+@transaction.atomic
+def workspace_get_or_create(
+    *, name: str, display_name: str = "", is_demo: bool = False
+) -> Workspace:
+    workspace, created = Workspace.objects.get_or_create(
+        name=name, defaults={"display_name": display_name or name, "is_demo": is_demo}
+    )
+    if created:
+        audit_record(
+            workspace=workspace,
+            actor="system",
+            action="workspace.create",
+            target_type="workspace",
+            target_id=workspace.pk,
+        )
+    return workspace
+
+
+AGENT_NAME_MAX = 128
+
+
+def agent_name_clean(name: str) -> str:
+    """The one rule for agent names: 1-128 visible characters, no spaces (``gaia/chat``)."""
+    name = (name or "").strip()
+    if not name or len(name) > AGENT_NAME_MAX:
+        raise ApplicationError(
+            f"Agent name must be 1-{AGENT_NAME_MAX} characters.", fields={"name": ["invalid"]}
+        )
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        raise ApplicationError(
+            "Agent name cannot contain spaces or control characters; use e.g. gaia/chat.",
+            fields={"name": ["invalid"]},
+        )
+    return name
+
+
+@transaction.atomic
+def agent_create(*, workspace: Workspace, name: str, actor: Actor, reason: str = "") -> Agent:
+    """Create a new agent; refuses a name already taken in the workspace."""
+    name = agent_name_clean(name)
+    if Agent.objects.filter(workspace=workspace, name=name).exists():
+        raise ApplicationError(
+            f"An agent named {name!r} already exists in this workspace.",
+            code="duplicate",
+            fields={"name": ["duplicate"]},
+        )
+    try:
+        with transaction.atomic():
+            agent = Agent.objects.create(workspace=workspace, name=name)
+    except IntegrityError as exc:  # created concurrently between the check and the insert
+        raise ApplicationError(
+            f"An agent named {name!r} already exists in this workspace.",
+            code="duplicate",
+            fields={"name": ["duplicate"]},
+        ) from exc
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="agent.create",
+        target_type="agent",
+        target_id=agent.pk,
+        reason=reason,
+        details={"agent": name},
+    )
+    return agent
+
+
+@transaction.atomic
+def agent_get_or_create(*, workspace: Workspace, name: str) -> Agent:
+    name = agent_name_clean(name)
+    agent, created = Agent.objects.get_or_create(workspace=workspace, name=name)
+    if created:
+        audit_record(
+            workspace=workspace,
+            actor="system",
+            action="agent.create",
+            target_type="agent",
+            target_id=agent.pk,
+        )
+    return agent
+
+
+@transaction.atomic
+def token_issue(
+    *,
+    agent: Agent,
+    scope: str = TokenScope.AGENT,
+    name: str = "",
+    created_by=None,
+    reason: str = "",
+) -> IssuedToken:
+    if scope not in TokenScope.values:
+        raise ApplicationError(f"Unknown token scope {scope!r}.", fields={"scope": ["invalid"]})
+    name = (name or "").strip()
+    if len(name) > ApiToken._meta.get_field("name").max_length:
+        raise ApplicationError(
+            "Token name must be at most 100 characters.", fields={"name": ["invalid"]}
+        )
+    prefix = secrets.token_hex(4)
+    raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    token = ApiToken.objects.create(
+        agent=agent,
+        workspace=agent.workspace,
+        name=name,
+        prefix=prefix,
+        digest=token_digest(raw),
+        scope=scope,
+        created_by=created_by,
+    )
+    audit_record(
+        workspace=agent.workspace,
+        actor=f"user:{created_by.username}" if created_by else "system",
+        action="token.issue",
+        target_type="token",
+        target_id=token.pk,
+        reason=reason,
+        details={"agent": agent.name, "scope": scope, "prefix": prefix},
+    )
+    return IssuedToken(token=token, raw=raw)
+
+
+@transaction.atomic
+def token_revoke(*, token: ApiToken, actor: Actor, reason: str = "") -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        audit_record(
+            workspace=token.workspace,
+            actor=actor.label,
+            action="token.revoke",
+            target_type="token",
+            target_id=token.pk,
+            reason=reason,
+            details={"prefix": token.prefix},
+        )
+    return token
+
+
+def _active_token(raw: str) -> ApiToken | None:
+    """The unrevoked token for ``raw``, with its agent and workspace."""
+    if not raw.startswith(TOKEN_PREFIX):
+        return None
+    return (
+        ApiToken.objects.select_related("agent", "workspace")
+        .filter(digest=token_digest(raw), revoked_at__isnull=True)
+        .first()
+    )
+
+
+def token_authenticate(*, raw: str) -> ApiToken | None:
+    """The active token for ``raw``, with its agent and workspace; records last use."""
+    token = _active_token(raw)
+    if token is None:
+        return None
+    now = timezone.now()
+    stale_before = now - timedelta(seconds=settings.CAIRN_TOKEN_LAST_USED_GRANULARITY_S)
+    if token.last_used_at is None or token.last_used_at < stale_before:
+        # A conditional update: at most one write a minute per token, whatever the traffic.
+        ApiToken.objects.filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale_before), pk=token.pk
+        ).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def token_lookup(*, authorization: str) -> ApiToken | None:
+    """The active token named by an ``Authorization: Bearer`` header, without side effects."""
+    parts = authorization.split()
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        return None
+    return _active_token(parts[1])
+
+
+@transaction.atomic
+def user_create(*, workspace: Workspace, username: str, role: str, password: str | None = None):
+    """Create (or re-role) a user in a workspace; returns (user, password or None)."""
+    if role not in Role.values:
+        raise ApplicationError(
+            f"Unknown role {role!r}; use one of {', '.join(Role.values)}.",
+            fields={"role": ["invalid"]},
+        )
+    User = get_user_model()
+    user = User.objects.filter(username=username).first()
+    generated = None
+    if user is None:
+        generated = password or secrets.token_urlsafe(12)
+        user = User.objects.create_user(username=username, password=generated)
+    elif password:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        generated = password
+    membership, _ = Membership.objects.update_or_create(
+        user=user, workspace=workspace, defaults={"role": role}
+    )
+    if role == Role.ADMIN and not user.is_staff:
+        # Workspace admins may use the Django admin for their identity records.
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    audit_record(
+        workspace=workspace,
+        actor="system",
+        action="member.set",
+        target_type="user",
+        target_id=user.pk,
+        details={"role": role},
+    )
+    return user, generated
+
+
+def membership_get(*, user, workspace_id: int | None = None) -> Membership | None:
+    if not getattr(user, "is_authenticated", False):
+        return None
+    qs = Membership.objects.select_related("workspace").filter(user=user)
+    if workspace_id is not None:
+        qs = qs.filter(workspace_id=workspace_id)
+    return qs.order_by("workspace__name").first()

@@ -1,0 +1,3 @@
+"""Reading conversations and tool calls: search past turns, per-tool success rates."""
+
+from __future__ import annotations

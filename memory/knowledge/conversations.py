@@ -1,0 +1,413 @@
+"""Conversation turns and tool calls (SPEC section 3; sessions in section 2).
+
+Incognito is honest: nothing from an incognito request is written anywhere (no
+row, no error item, no audit entry), and the answer says ``recorded: false``.
+The flag is per request: Cairn cannot remember that a session is incognito
+without recording it, so clients send it with every turn and tool call.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from cairn.errors import ApplicationError
+from memory.core.actors import Actor
+from memory.core.audit import audit_record
+from memory.core.embedders import EmbeddingError
+from memory.core.embeddings import get_embedder
+from memory.core.secrets import refuse_secrets
+from memory.core.validation import (
+    bad_request,
+    check_aware,
+    check_text,
+    prefix_fields,
+)
+from memory.knowledge.validation import DEFAULT_CONFIDENCE
+from memory.models import (
+    CONTENT_MAX_CHARS,
+    TURN_CONTENT_MAX_CHARS,
+    Agent,
+    Category,
+    ConversationTurn,
+    Knowledge,
+    KnowledgeStatus,
+    Source,
+    ToolCall,
+    TurnRole,
+    Workspace,
+)
+
+logger = logging.getLogger(__name__)
+
+SESSION_ID_MAX = 200
+DURATION_MS_MAX = 2**31 - 1
+
+
+def _check_session_id(value: Any, field_name: str = "session_id") -> str:
+    return check_text(field_name, value, max_chars=SESSION_ID_MAX, allow_blank=False)
+
+
+# --------------------------------------------------------------------------- turns
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    recorded: bool
+    turn: ConversationTurn | None = None
+    created: bool = False
+
+
+def turn_store(
+    *,
+    workspace: Workspace,
+    agent: Agent | None,
+    session_id: str,
+    role: str,
+    content: str,
+    turn_index: int,
+    context: str = "global",
+    incognito: bool = False,
+    at: datetime | None = None,
+) -> TurnResult:
+    """Store one conversation turn.
+
+    1. Incognito: return ``recorded=False``; nothing is validated further or written.
+    2. Validate (400 naming the field) and refuse credentials (422).
+    3. The same (agent, session, turn index, role) again: identical content returns
+       the stored turn (a retry); different content is a 409, never an overwrite.
+    """
+    if incognito:
+        return TurnResult(recorded=False)
+    session_id = _check_session_id(session_id)
+    if role not in TurnRole.values:
+        raise bad_request("role", f"must be one of {', '.join(TurnRole.values)}")
+    content = check_text("content", content, max_chars=TURN_CONTENT_MAX_CHARS, allow_blank=False)
+    context = check_text("context", context or "global", max_chars=200, allow_blank=False)
+    if not isinstance(turn_index, int) or isinstance(turn_index, bool) or turn_index < 0:
+        raise bad_request("turn_index", "must be a whole number >= 0")
+    at = check_aware("at", at) or timezone.now()
+    refuse_secrets({"content": content, "session_id": session_id, "context": context})
+    key = {
+        "workspace": workspace,
+        "agent": agent,
+        "session_id": session_id,
+        "turn_index": turn_index,
+        "role": role,
+    }
+    try:
+        with transaction.atomic():
+            turn = ConversationTurn.objects.create(
+                **key, content=content, context=context, created_at=at
+            )
+        return TurnResult(recorded=True, turn=turn, created=True)
+    except IntegrityError:
+        existing = ConversationTurn.objects.filter(**key).first()
+        if existing is None:  # pragma: no cover - another constraint failed
+            raise
+    if existing.content != content:
+        raise ApplicationError(
+            f"Turn {turn_index} ({role}) of session '{session_id}' is already stored with "
+            "different content; turns are not overwritten. Use the next turn_index.",
+            code="conflict",
+            fields={"turn_index": ["already stored with different content"]},
+            status_code=409,
+        )
+    return TurnResult(recorded=True, turn=existing, created=False)
+
+
+# --------------------------------------------------------------------------- tool calls
+
+
+@dataclass
+class ToolCallLogResult:
+    recorded: int = 0
+    incognito: int = 0
+    error_items: list[Knowledge] = field(default_factory=list)
+    resolved_items: list[Knowledge] = field(default_factory=list)
+
+
+def _check_call(index: int, raw: dict[str, Any]) -> dict[str, Any]:
+    try:
+        call = {
+            "session_id": _check_session_id(raw.get("session_id")),
+            "tool": check_text("tool", raw.get("tool"), max_chars=100, allow_blank=False),
+            "operation_key": check_text(
+                "operation_key", raw.get("operation_key"), max_chars=200, allow_blank=False
+            ),
+            "error": check_text(
+                "error",
+                raw.get("error") or "",
+                max_chars=settings.CAIRN_TOOL_CALL_ERROR_MAX_CHARS,
+            ),
+            "at": check_aware("at", raw.get("at")) or timezone.now(),
+        }
+        ok = raw.get("ok")
+        if not isinstance(ok, bool):
+            raise bad_request("ok", "must be true or false")
+        call["ok"] = ok
+        duration = raw.get("duration_ms")
+        if duration is not None and (
+            not isinstance(duration, int)
+            or isinstance(duration, bool)
+            or not 0 <= duration <= DURATION_MS_MAX
+        ):
+            raise bad_request("duration_ms", f"must be a whole number 0..{DURATION_MS_MAX}")
+        call["duration_ms"] = duration
+        refuse_secrets(
+            {
+                "session_id": call["session_id"],
+                "tool": call["tool"],
+                "operation_key": call["operation_key"],
+                "error": call["error"],
+            }
+        )
+    except ApplicationError as exc:
+        raise prefix_fields(exc, f"calls[{index}]") from None
+    return call
+
+
+def tool_calls_log(
+    *, workspace: Workspace, agent: Agent | None, calls: list[dict[str, Any]]
+) -> ToolCallLogResult:
+    """Log a batch of tool calls, all or nothing.
+
+    1. Drop calls marked incognito (counted, never written).
+    2. Validate every call (400 / 422 naming ``calls[i].field``) before writing any.
+    3. Embed the error items' texts in one batch, outside the transaction.
+    4. In one transaction: insert the calls, then walk them in time order: a failure
+       stores or refreshes the operation's one active ``error`` item; a success
+       archives it (memory/services/knowledge.py holds both rules).
+    """
+    if len(calls) > settings.CAIRN_TOOL_CALL_BATCH_MAX:
+        raise bad_request("calls", f"at most {settings.CAIRN_TOOL_CALL_BATCH_MAX} calls per batch")
+    result = ToolCallLogResult()
+    checked = []
+    for index, raw in enumerate(calls):
+        if raw.get("incognito"):
+            result.incognito += 1
+            continue
+        checked.append(_check_call(index, raw))
+    if not checked:
+        return result
+    contents = sorted(
+        {
+            error_item_content(tool=c["tool"], operation_key=c["operation_key"], error=c["error"])
+            for c in checked
+            if not c["ok"]
+        }
+    )
+    embeddings: dict[str, list[float]] = {}
+    if contents:
+        try:
+            embeddings = dict(zip(contents, get_embedder().embed(contents), strict=True))
+        except EmbeddingError:
+            logger.exception("embedding error items failed; storing them without vectors")
+    with transaction.atomic():
+        ToolCall.objects.bulk_create(
+            [ToolCall(workspace=workspace, agent=agent, **c) for c in checked]
+        )
+        result.recorded = len(checked)
+        for call in sorted(checked, key=lambda c: c["at"]):
+            if call["ok"]:
+                resolved = knowledge_resolve_failure(
+                    workspace=workspace, operation_key=call["operation_key"], at=call["at"]
+                )
+                if resolved is not None:
+                    result.resolved_items.append(resolved)
+            else:
+                result.error_items.extend(
+                    knowledge_record_failures(
+                        failures=[
+                            FailureRecord(
+                                workspace=workspace,
+                                agent=agent,
+                                tool=call["tool"],
+                                operation_key=call["operation_key"],
+                                error=call["error"],
+                                at=call["at"],
+                                session_id=call["session_id"],
+                            )
+                        ],
+                        embeddings=embeddings,
+                    )
+                )
+    # An item can fail and then be resolved within one batch: report final states once.
+    result.error_items = _unique_latest(result.error_items)
+    result.resolved_items = _unique_latest(result.resolved_items)
+    return result
+
+
+def _unique_latest(items: list[Knowledge]) -> list[Knowledge]:
+    by_id = {item.pk: item for item in items}
+    return [by_id[pk] for pk in sorted(by_id)]
+
+
+ERROR_ITEM_ACTOR = Actor.system("tool-calls")
+
+
+def _iso(moment: datetime) -> str:
+    """A sortable UTC timestamp for metadata (string order = time order)."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def error_item_content(*, tool: str, operation_key: str, error: str) -> str:
+    """What an automatic error item says; cut to the content cap with a visible mark."""
+    text = f"{tool} failed on {operation_key}"
+    if error.strip():
+        text += ": " + " ".join(error.split())
+    if len(text) > CONTENT_MAX_CHARS:
+        text = text[: CONTENT_MAX_CHARS - 1] + "…"
+    return text
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    workspace: Workspace
+    agent: Agent | None
+    tool: str
+    operation_key: str
+    error: str
+    at: datetime
+    session_id: str = ""
+
+
+@transaction.atomic
+def knowledge_record_failures(
+    *, failures: list[FailureRecord], embeddings: dict[str, list[float]] | None = None
+) -> list[Knowledge]:
+    """Store or refresh the one active ``error`` item per failing operation.
+
+    Runs in the caller's transaction when there is one (the tool-call batch). Each
+    failure:
+    1. If a success on the same operation was logged after it, nothing (it is fixed).
+    2. The active error item for the operation (unique per workspace) gets the latest
+       message, a failure count and the time; else the newest item archived by a
+       success comes back; else a new item (source error_auto) is inserted.
+    """
+
+    embeddings = embeddings or {}
+    touched: dict[int, Knowledge] = {}
+    for failure in failures:
+        later_success = ToolCall.objects.filter(
+            workspace=failure.workspace,
+            operation_key=failure.operation_key,
+            ok=True,
+            at__gt=failure.at,
+        ).exists()
+        if later_success:
+            continue
+        content = error_item_content(
+            tool=failure.tool, operation_key=failure.operation_key, error=failure.error
+        )
+        vector = embeddings.get(content)
+        base = Knowledge.objects.select_for_update().filter(
+            workspace=failure.workspace,
+            category=Category.ERROR,
+            operation_key=failure.operation_key,
+            superseded_by__isnull=True,
+        )
+        item = base.filter(status=KnowledgeStatus.ACTIVE).first()
+        if item is None:
+            item = (
+                base.filter(status=KnowledgeStatus.ARCHIVED, metadata__archived_by="success")
+                .order_by("-archived_at", "-id")
+                .first()
+            )
+        stamp = _iso(failure.at)
+        if item is None:
+            item = Knowledge.objects.create(
+                workspace=failure.workspace,
+                agent=failure.agent,
+                content=content,
+                category=Category.ERROR,
+                domain=failure.tool[:100],
+                context="global",
+                source=Source.ERROR_AUTO,
+                confidence=DEFAULT_CONFIDENCE,
+                operation_key=failure.operation_key,
+                metadata={
+                    "tool": failure.tool,
+                    "failures": 1,
+                    "first_failed_at": stamp,
+                    "last_failed_at": stamp,
+                    "session_id": failure.session_id,
+                },
+                embedding=vector,
+                embedding_model=get_embedder().model_id if vector is not None else "",
+            )
+        else:
+            was_archived = item.status == KnowledgeStatus.ARCHIVED
+            metadata = dict(item.metadata)
+            last = metadata.get("last_failed_at") or ""
+            metadata["failures"] = int(metadata.get("failures", 0)) + 1
+            metadata["tool"] = failure.tool
+            metadata.pop("archived_by", None)
+            if stamp >= last:
+                metadata["last_failed_at"] = stamp
+                metadata["session_id"] = failure.session_id
+                # A person's wording (pinned or sealed) stays; the count still moves.
+                if content != item.content and not (item.pinned or item.sealed):
+                    item.content = content
+                    item.embedding = vector
+                    item.embedding_model = get_embedder().model_id if vector is not None else ""
+            item.metadata = metadata
+            item.status = KnowledgeStatus.ACTIVE
+            item.archived_at = None
+            item.save()
+            if was_archived:
+                audit_record(
+                    workspace=failure.workspace,
+                    actor=ERROR_ITEM_ACTOR.label,
+                    action="knowledge.error_reopened",
+                    target_type="knowledge",
+                    target_id=item.pk,
+                    details={"operation_key": failure.operation_key},
+                )
+        touched[item.pk] = item
+    return list(touched.values())
+
+
+@transaction.atomic
+def knowledge_resolve_failure(
+    *, workspace: Workspace, operation_key: str, at: datetime
+) -> Knowledge | None:
+    """A success on an operation archives its active error item, if the failure it
+    records is not newer than the success. Returns the archived item."""
+    item = (
+        Knowledge.objects.select_for_update()
+        .filter(
+            workspace=workspace,
+            category=Category.ERROR,
+            operation_key=operation_key,
+            status=KnowledgeStatus.ACTIVE,
+            superseded_by__isnull=True,
+        )
+        .first()
+    )
+    if item is None:
+        return None
+    last_failed = item.metadata.get("last_failed_at")
+    if last_failed and last_failed > _iso(at):
+        return None
+    if item.pinned or item.sealed:
+        return None
+    item.status = KnowledgeStatus.ARCHIVED
+    item.archived_at = timezone.now()
+    item.metadata = {**item.metadata, "archived_by": "success", "resolved_at": _iso(at)}
+    item.save(update_fields=["status", "archived_at", "metadata", "updated_at"])
+    audit_record(
+        workspace=workspace,
+        actor=ERROR_ITEM_ACTOR.label,
+        action="knowledge.error_resolved",
+        target_type="knowledge",
+        target_id=item.pk,
+        details={"operation_key": operation_key},
+    )
+    return item

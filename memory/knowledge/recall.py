@@ -1,0 +1,422 @@
+"""Hybrid recall: one SQL statement fusing the HNSW vector walk and full text,
+with the exact fallback, and the use counts recall records. Reads only, except
+those counts; recall never changes confidence."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memory.core.embedders import EmbeddingError, validate_vector
+from memory.core.embeddings import get_embedder
+from memory.core.text import WORD
+from memory.core.validation import (
+    bad_request,
+    check_text,
+)
+from memory.knowledge.selectors import _json
+from memory.models import (
+    CONTENT_MAX_CHARS,
+    Knowledge,
+    Workspace,
+)
+
+logger = logging.getLogger(__name__)
+
+
+# Words that ask for breadth: history, comparisons, enumerations.
+COMPLEX_WORDS = frozenset(
+    {
+        "compare",
+        "comparison",
+        "history",
+        "all",
+        "every",
+        "everything",
+        "list",
+        "across",
+        "between",
+        "throughout",
+        "timeline",
+    }
+)
+
+
+# Words that ask for an explanation rather than a single fact.
+MEDIUM_WORDS = frozenset({"how", "why", "explain", "describe", "summarize", "summarise"})
+
+
+SIMPLE_MAX_WORDS = 7
+
+
+COMPLEX_MIN_WORDS = 21
+
+
+def recall_default_top_k(query: str) -> int:
+    """``top_k`` when the caller gives none, by query complexity (no model call).
+
+    - 10 (complex): more than 20 words, or a breadth word such as "compare",
+      "history", "all", "every", "list", "across", "between".
+    - 3 (simple): at most 7 words and no "how"/"why"/"explain"/"describe"/"summarize".
+    - 5 otherwise.
+    """
+    words = [w.lower() for w in WORD.findall(query)]
+    if len(words) >= COMPLEX_MIN_WORDS or COMPLEX_WORDS.intersection(words):
+        return settings.CAIRN_RECALL_TOP_K_COMPLEX
+    if len(words) <= SIMPLE_MAX_WORDS and not MEDIUM_WORDS.intersection(words):
+        return settings.CAIRN_RECALL_TOP_K_SIMPLE
+    return settings.CAIRN_RECALL_TOP_K_DEFAULT
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    id: int
+    content: str
+    category: str
+    domain: str
+    entity: str
+    context: str
+    sensitive: bool
+    source: str
+    confidence: float
+    metadata: dict
+    due_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    vector_rank: int | None
+    text_rank: int | None
+    relevance: float
+    score: float
+
+
+def vector_literal(vector) -> str:
+    """pgvector's text form, for a ``%s::vector`` parameter."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = None) -> None:
+    """Scope HNSW search parameters to the current transaction (``SET LOCAL``)."""
+    cursor.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true), "
+        "set_config('hnsw.iterative_scan', %s, true), "
+        "set_config('hnsw.max_scan_tuples', %s, true)",
+        [
+            str(int(ef_search)),
+            iterative_scan or settings.CAIRN_RECALL_ITERATIVE_SCAN,
+            str(int(settings.CAIRN_RECALL_MAX_SCAN_TUPLES)),
+        ],
+    )
+
+
+def _tsquery_sql(mode: str) -> str:
+    if mode == "or":
+        # Any lexeme of the query (stemmed and stop-word-filtered by the english config);
+        # ts_rank_cd then ranks rows that cover more of them, closer together, higher.
+        return (
+            "(SELECT coalesce(string_agg(quote_literal(lx), ' | '), '')::tsquery "
+            "FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lx)"
+        )
+    return "websearch_to_tsquery('english', %(text)s)"
+
+
+_COLUMNS = (
+    "k.id, k.content, k.category, k.domain, k.entity, k.context, k.sensitive, k.source, "
+    "k.confidence, k.metadata, k.due_at, k.created_at, k.updated_at"
+)
+
+
+def recall_filters_sql(
+    *,
+    workspace_id: int,
+    context: str | None,
+    category: str | None,
+    entity: str | None,
+    time_from: datetime | None,
+    time_to: datetime | None,
+    include_sensitive: bool,
+) -> tuple[str, dict]:
+    """The WHERE clause both candidate lists share, and its parameters."""
+    clauses = [
+        "k.workspace_id = %(workspace_id)s",
+        "k.status = 'active'",
+        "k.superseded_by_id IS NULL",
+    ]
+    params: dict = {"workspace_id": workspace_id}
+    if not include_sensitive:
+        clauses.append("NOT k.sensitive")
+    if context is not None:
+        clauses.append("k.context IN (%(context)s, 'global')")
+        params["context"] = context
+    if category is not None:
+        clauses.append("k.category = %(category)s")
+        params["category"] = category
+    if entity is not None:
+        clauses.append("k.entity = %(entity)s")
+        params["entity"] = entity
+    if time_from is not None:
+        clauses.append("k.created_at >= %(time_from)s")
+        params["time_from"] = time_from
+    if time_to is not None:
+        clauses.append("k.created_at <= %(time_to)s")
+        params["time_to"] = time_to
+    return " AND ".join(clauses), params
+
+
+def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) -> str:
+    """The fused recall statement (see the module docstring).
+
+    The vector side walks the HNSW index; if that walk comes back empty for a
+    scope that has vectors (its ef_search candidates all filtered out, or a graph
+    full of deleted rows after a large erasure, not yet vacuumed), the same
+    statement answers the scope exactly instead: ordered by an expression the
+    index cannot serve, read through the btree filters. The uncorrelated
+    NOT EXISTS is a one-time filter, so the exact scan runs only then.
+    """
+    if use_vector:
+
+        def nearest(order: str, extra: str = "") -> str:
+            return f"""
+            SELECT k.id, k.embedding <=> %(qvec)s::vector AS dist
+            FROM memory_knowledge k
+            WHERE {where} AND k.embedding IS NOT NULL
+              AND k.embedding_model IN (%(emodel)s, 'client'){extra}
+            ORDER BY {order}
+            LIMIT %(n)s"""
+
+        vec = f"""
+        SELECT id, row_number() OVER (ORDER BY dist, id) AS rank FROM (
+            SELECT * FROM vec_index
+            UNION ALL
+            SELECT * FROM ({
+            nearest(
+                "(k.embedding <=> %(qvec)s::vector) + 0",
+                " AND NOT EXISTS (SELECT 1 FROM vec_index)",
+            )
+        }) exact
+        ) v"""
+        vec_index = f"vec_index AS MATERIALIZED ({nearest('k.embedding <=> %(qvec)s::vector')}),"
+    else:
+        vec = "SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE false"
+        vec_index = ""
+    if use_text:
+        # Ranking reads every match's tsvector, so at most %(text_cap)s matches are
+        # ranked: words common enough to match more than that carry little signal.
+        txt = f"""
+        SELECT id, row_number() OVER (ORDER BY r DESC, id) AS rank FROM (
+            SELECT m.id, ts_rank_cd(m.search_vector, (SELECT q FROM tsq)) AS r
+            FROM (
+                SELECT k.id, k.search_vector FROM memory_knowledge k
+                WHERE {where} AND k.search_vector @@ (SELECT q FROM tsq)
+                LIMIT %(text_cap)s
+            ) m
+            ORDER BY r DESC, m.id
+            LIMIT %(n)s
+        ) t"""
+    else:
+        txt = "SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE false"
+    return f"""
+    WITH tsq AS MATERIALIZED (SELECT {_tsquery_sql(text_mode)} AS q),
+    {vec_index}
+    vec AS MATERIALIZED ({vec}),
+    txt AS MATERIALIZED ({txt}),
+    fused AS (
+        SELECT c.id, vec.rank AS vector_rank, txt.rank AS text_rank,
+               (coalesce(%(w_vec)s / (%(rrf_k)s + vec.rank), 0)
+              + coalesce(%(w_text)s / (%(rrf_k)s + txt.rank), 0)) * %(rrf_norm)s AS relevance
+        FROM (SELECT id FROM vec UNION SELECT id FROM txt) c
+        LEFT JOIN vec ON vec.id = c.id
+        LEFT JOIN txt ON txt.id = c.id
+    )
+    SELECT {_COLUMNS}, f.vector_rank, f.text_rank, f.relevance,
+           f.relevance + %(w_conf)s * k.confidence AS score
+    FROM fused f JOIN memory_knowledge k ON k.id = f.id
+    ORDER BY score DESC, k.confidence DESC, k.id DESC
+    LIMIT %(top_k)s
+    """
+
+
+def candidate_count(top_k: int) -> int:
+    return max(top_k * settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_RECALL_CANDIDATE_MIN)
+
+
+def knowledge_search(
+    *,
+    workspace: Workspace,
+    query: str,
+    query_embedding: list[float] | None,
+    top_k: int,
+    context: str | None = None,
+    category: str | None = None,
+    entity: str | None = None,
+    time_from: datetime | None = None,
+    time_to: datetime | None = None,
+    include_sensitive: bool = False,
+    vector_weight: float | None = None,
+    text_weight: float | None = None,
+    rrf_k: int | None = None,
+    text_mode: str | None = None,
+    candidates: int | None = None,
+    ef_search: int | None = None,
+) -> list[RecallHit]:
+    """Hybrid recall (see the module docstring). Reads only: it does not touch use counts."""
+    w_vec = settings.CAIRN_RECALL_VECTOR_WEIGHT if vector_weight is None else vector_weight
+    w_text = settings.CAIRN_RECALL_TEXT_WEIGHT if text_weight is None else text_weight
+    rrf_k = int(settings.CAIRN_RECALL_RRF_K if rrf_k is None else rrf_k)
+    n = candidates or candidate_count(top_k)
+    where, params = recall_filters_sql(
+        workspace_id=workspace.pk,
+        context=context,
+        category=category,
+        entity=entity,
+        time_from=time_from,
+        time_to=time_to,
+        include_sensitive=include_sensitive,
+    )
+    use_vector = w_vec > 0 and query_embedding is not None
+    use_text = w_text > 0 and bool(query.strip())
+    sql = recall_sql(
+        where=where,
+        use_vector=use_vector,
+        use_text=use_text,
+        text_mode=text_mode or settings.CAIRN_RECALL_TEXT_MODE,
+    )
+    params.update(
+        {
+            "qvec": vector_literal(query_embedding) if use_vector else None,
+            # Vectors from another embedder are in another space: skip them until
+            # the embed_backfill job has re-embedded them.
+            "emodel": get_embedder().model_id if use_vector else "",
+            "text": query,
+            "n": n,
+            "w_vec": float(w_vec),
+            "w_text": float(w_text),
+            "rrf_k": rrf_k,
+            "rrf_norm": (rrf_k + 1) / (w_vec + w_text) if (w_vec + w_text) > 0 else 0.0,
+            "w_conf": float(settings.CAIRN_RECALL_CONFIDENCE_WEIGHT),
+            "top_k": int(top_k),
+            "text_cap": int(settings.CAIRN_RECALL_TEXT_MATCH_CAP),
+        }
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        if use_vector:
+            set_vector_search(
+                cursor, ef_search=max(ef_search or settings.CAIRN_RECALL_EF_SEARCH, n)
+            )
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    hits = []
+    for row in rows:
+        (
+            id_,
+            content,
+            category_,
+            domain,
+            entity_,
+            context_,
+            sensitive,
+            source,
+            confidence,
+            metadata,
+            due_at,
+            created_at,
+            updated_at,
+            vector_rank,
+            text_rank,
+            relevance,
+            score,
+        ) = row
+        hits.append(
+            RecallHit(
+                id=id_,
+                content=content,
+                category=category_,
+                domain=domain,
+                entity=entity_,
+                context=context_,
+                sensitive=sensitive,
+                source=source,
+                confidence=confidence,
+                metadata=metadata if isinstance(metadata, dict) else _json(metadata),
+                due_at=due_at,
+                created_at=created_at,
+                updated_at=updated_at,
+                vector_rank=vector_rank,
+                text_rank=text_rank,
+                relevance=float(relevance),
+                score=float(score),
+            )
+        )
+    return hits
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    top_k: int
+    hits: list[RecallHit]
+
+
+def knowledge_recall(
+    *,
+    workspace: Workspace,
+    query: str,
+    top_k: int | None = None,
+    context: str | None = None,
+    category: str | None = None,
+    entity: str | None = None,
+    time_from: datetime | None = None,
+    time_to: datetime | None = None,
+    include_sensitive: bool = False,
+    embedding: list[float] | None = None,
+    now: datetime | None = None,
+) -> RecallResult:
+    """Hybrid recall, then mark the results used.
+
+    Retrieval is not evidence (SPEC principle 1): this refreshes ``last_used_at``
+    and ``use_count`` of what it returns and never changes ``confidence``.
+    """
+    query = check_text("query", query, max_chars=CONTENT_MAX_CHARS, allow_blank=False)
+    if top_k is None:
+        top_k = recall_default_top_k(query)
+    top_k = max(1, min(int(top_k), settings.CAIRN_RECALL_TOP_K_MAX))
+    if embedding is not None:
+        try:
+            vector = validate_vector(embedding)
+        except ValueError as exc:
+            raise bad_request("embedding", str(exc)) from None
+    else:
+        try:
+            vector = get_embedder().embed_one(query)
+        except EmbeddingError:
+            logger.exception("query embedding failed; recall falls back to full text only")
+            vector = None
+    hits = knowledge_search(
+        workspace=workspace,
+        query=query,
+        query_embedding=vector,
+        top_k=top_k,
+        context=context,
+        category=category,
+        entity=entity,
+        time_from=time_from,
+        time_to=time_to,
+        include_sensitive=include_sensitive,
+    )
+    knowledge_mark_used(workspace=workspace, item_ids=[h.id for h in hits], now=now)
+    return RecallResult(top_k=top_k, hits=hits)
+
+
+def knowledge_mark_used(
+    *, workspace: Workspace, item_ids: list[int], now: datetime | None = None
+) -> int:
+    """Refresh recency and the use count. Confidence and updated_at stay as they are."""
+    if not item_ids:
+        return 0
+    return Knowledge.objects.filter(workspace=workspace, pk__in=item_ids).update(
+        use_count=F("use_count") + 1, last_used_at=now or timezone.now()
+    )

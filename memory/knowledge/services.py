@@ -1,0 +1,553 @@
+"""Writing the knowledge store (SPEC section 3, principles 1, 4, 8, 9).
+
+Every write path goes through ``_prepare`` (validation, privileged categories,
+credential refusal) before anything touches the database, so the API, the UI
+and the jobs refuse the same things with the same errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from cairn.errors import ApplicationError, NotFoundError
+from memory.core.actors import Actor
+from memory.core.audit import audit_record
+from memory.core.embedders import EmbeddingError, validate_vector
+from memory.core.embeddings import get_embedder
+from memory.core.secrets import refuse_secrets
+from memory.core.validation import (
+    bad_request,
+    check_aware,
+    check_metadata,
+    check_text,
+    prefix_fields,
+)
+from memory.knowledge.dedup import _find_duplicate
+from memory.knowledge.validation import (
+    _FIELD_MAX,
+    _check_category,
+    _check_protected,
+    _embed_missing,
+    _prepare,
+    _Prepared,
+)
+from memory.models import (
+    CONTENT_MAX_CHARS,
+    Category,
+    Knowledge,
+    KnowledgeStatus,
+    Source,
+    Workspace,
+)
+
+logger = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------- actors
+
+
+# --------------------------------------------------------------------------- validation
+
+
+# --------------------------------------------------------------------------- dedup
+
+
+def _scope_lock(workspace: Workspace, prepared: _Prepared) -> None:
+    """Serialise writers to one dedup scope, so two identical writes cannot both insert."""
+    key = f"knowledge:{workspace.pk}:{prepared.category}:{prepared.context}:{prepared.entity}"
+    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [digest])
+
+
+# --------------------------------------------------------------------------- remember
+
+
+@dataclass(frozen=True)
+class RememberResult:
+    item: Knowledge
+    created: bool
+    deduplicated_into: int | None = None
+    overlap: float | None = None
+
+
+def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberResult:
+    _scope_lock(workspace, prepared)
+    duplicate = _find_duplicate(workspace, prepared, actor)
+    if duplicate is not None:
+        item, overlap = duplicate
+        # The newer wording is assumed to be more current; the row, its confidence and
+        # its history stay. Sensitivity only ever widens.
+        item.content = prepared.content
+        item.embedding = prepared.embedding
+        item.embedding_model = prepared.embedding_model
+        item.domain = prepared.domain or item.domain
+        item.sensitive = item.sensitive or prepared.sensitive
+        item.metadata = {
+            **item.metadata,
+            **prepared.metadata,
+            "dedup_count": int(item.metadata.get("dedup_count", 0)) + 1,
+        }
+        if prepared.due_at is not None and prepared.due_at != item.due_at:
+            item.due_at = prepared.due_at
+            item.reminded_at = None
+        item.save(
+            update_fields=[
+                "content",
+                "embedding",
+                "embedding_model",
+                "domain",
+                "sensitive",
+                "metadata",
+                "due_at",
+                "reminded_at",
+                "updated_at",
+            ]
+        )
+        return RememberResult(item=item, created=False, deduplicated_into=item.pk, overlap=overlap)
+    item = Knowledge.objects.create(
+        workspace=workspace,
+        agent=actor.agent,
+        content=prepared.content,
+        category=prepared.category,
+        domain=prepared.domain,
+        entity=prepared.entity,
+        context=prepared.context,
+        sensitive=prepared.sensitive,
+        source=prepared.source,
+        confidence=prepared.confidence,
+        metadata=prepared.metadata,
+        due_at=prepared.due_at,
+        operation_key=prepared.operation_key,
+        pinned=prepared.pinned,
+        sealed=prepared.sealed,
+        embedding=prepared.embedding,
+        embedding_model=prepared.embedding_model,
+    )
+    return RememberResult(item=item, created=True)
+
+
+def knowledge_remember(
+    *,
+    workspace: Workspace,
+    actor: Actor,
+    content: str,
+    category: str = Category.FACT,
+    domain: str = "",
+    entity: str = "",
+    context: str = "global",
+    sensitive: bool = False,
+    source: str | None = None,
+    confidence: float | None = None,
+    metadata: dict | None = None,
+    due_at: datetime | None = None,
+    operation_key: str = "",
+    pinned: bool = False,
+    sealed: bool = False,
+    embedding: list[float] | None = None,
+    embedding_model: str = "",
+) -> RememberResult:
+    """Store one item, or update the near-duplicate it repeats.
+
+    1. Validate (``_prepare``): 400 / 403 / 422 naming the field; nothing written.
+    2. Embed the content before responding (or use the client's validated vector).
+    3. In one transaction, under a per-scope advisory lock: find a duplicate through
+       the indexes; update it (``deduplicated_into``) or insert a new row.
+    """
+    prepared = _prepare(
+        actor=actor,
+        content=content,
+        category=category,
+        domain=domain,
+        entity=entity,
+        context=context,
+        sensitive=sensitive,
+        source=source,
+        confidence=confidence,
+        metadata=metadata,
+        due_at=due_at,
+        operation_key=operation_key,
+        pinned=pinned,
+        sealed=sealed,
+        embedding=embedding,
+        embedding_model=embedding_model,
+    )
+    _embed_missing([prepared])
+    with transaction.atomic():
+        return _store(workspace, prepared, actor)
+
+
+def knowledge_remember_many(
+    *, workspace: Workspace, actor: Actor, items: list[dict[str, Any]]
+) -> list[RememberResult]:
+    """Store a batch: all items or none. One embedding call for the whole batch.
+
+    Errors name the item: ``items[3].content``. Items are stored in order, so a
+    later item in the batch can deduplicate into an earlier one.
+    """
+    if len(items) > settings.CAIRN_REMEMBER_BATCH_MAX:
+        raise bad_request("items", f"at most {settings.CAIRN_REMEMBER_BATCH_MAX} items per batch")
+    prepared: list[_Prepared] = []
+    for index, spec in enumerate(items):
+        try:
+            prepared.append(_prepare(actor=actor, **spec))
+        except ApplicationError as exc:
+            raise prefix_fields(exc, f"items[{index}]") from None
+    _embed_missing(prepared)
+    with transaction.atomic():
+        return [_store(workspace, p, actor) for p in prepared]
+
+
+# --------------------------------------------------------------------------- update
+
+UPDATABLE_FIELDS = frozenset(
+    {
+        "content",
+        "category",
+        "domain",
+        "entity",
+        "context",
+        "sensitive",
+        "metadata",
+        "due_at",
+        "reminded_at",
+        "embedding",
+        "embedding_model",
+        # people only:
+        "pinned",
+        "sealed",
+        "confidence",
+    }
+)
+PERSON_ONLY_FIELDS = frozenset({"pinned", "sealed", "confidence"})
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    item: Knowledge
+    supersedes: int | None = None  # the old id, when the edit inserted a new version
+
+
+def _validate_changes(item: Knowledge, changes: dict[str, Any], actor: Actor) -> dict[str, Any]:
+    unknown = set(changes) - UPDATABLE_FIELDS
+    if unknown:
+        raise bad_request(sorted(unknown)[0], "cannot be changed here")
+    if not actor.is_person:
+        for name in PERSON_ONLY_FIELDS & set(changes):
+            raise bad_request(name, "only people change this (evidence moves confidence)")
+    out = dict(changes)
+    if "content" in out:
+        out["content"] = check_text(
+            "content", out["content"], max_chars=CONTENT_MAX_CHARS, allow_blank=False
+        )
+    if "category" in out:
+        out["category"] = _check_category(out["category"], actor)
+    for name in ("domain", "entity"):
+        if name in out:
+            out[name] = check_text(name, out[name] or "", max_chars=_FIELD_MAX[name])
+    if "context" in out:
+        out["context"] = check_text(
+            "context", out["context"] or "global", max_chars=200, allow_blank=False
+        )
+    if "metadata" in out:
+        out["metadata"] = check_metadata(out["metadata"])
+    for name in ("due_at", "reminded_at"):
+        if name in out:
+            out[name] = check_aware(name, out[name])
+    if "confidence" in out and not (0.0 <= float(out["confidence"]) <= 1.0):
+        raise bad_request("confidence", "must be between 0 and 1")
+    category = out.get("category", item.category)
+    due_at = out.get("due_at", item.due_at)
+    if category == Category.REMINDER and due_at is None:
+        raise bad_request("due_at", "a reminder needs due_at (ISO 8601)")
+    if "embedding" in out and out["embedding"] is not None:
+        if "content" not in out:
+            raise bad_request("embedding", "send embedding together with the new content")
+        try:
+            out["embedding"] = validate_vector(out["embedding"])
+        except ValueError as exc:
+            raise bad_request("embedding", str(exc)) from None
+    refuse_secrets(
+        {
+            name: out[name]
+            for name in ("content", "domain", "entity", "context", "metadata")
+            if name in out
+        }
+    )
+    return out
+
+
+def knowledge_update(
+    *,
+    workspace: Workspace,
+    item_id: int,
+    actor: Actor,
+    changes: dict[str, Any],
+    reason: str = "",
+) -> UpdateResult:
+    """Change an item (PATCH semantics: only the given fields).
+
+    1. Validate like a new write (400 / 403 / 422; nothing written on refusal).
+       Agents cannot touch privileged, sealed or pinned items (403).
+    2. A new content **supersedes**: a new row with the new content and a fresh
+       embedding, the old row pointing at it (SPEC principle 4). The answer names
+       the new id and the id it supersedes. Editing a superseded version is a 409.
+    3. Any other change is made in place; moving ``due_at`` re-arms the reminder.
+    """
+    current = Knowledge.objects.filter(workspace=workspace, pk=item_id).first()
+    if current is None:
+        raise NotFoundError(f"No knowledge item {item_id}.", fields={"id": ["not found"]})
+    _check_protected(current, actor, "edit")
+    changes = _validate_changes(current, changes, actor)
+    new_content = changes.get("content")
+    content_changes = new_content is not None and new_content != current.content
+    vector, model_id = changes.get("embedding"), changes.get("embedding_model") or "client"
+    if content_changes and vector is None:
+        embedder = get_embedder()
+        try:
+            vector, model_id = embedder.embed_one(new_content), embedder.model_id
+        except EmbeddingError:
+            logger.exception("embedding failed; the new version is stored without a vector")
+            vector, model_id = None, ""
+    with transaction.atomic():
+        item = Knowledge.objects.select_for_update().filter(workspace=workspace, pk=item_id).first()
+        if item is None:
+            raise NotFoundError(f"No knowledge item {item_id}.", fields={"id": ["not found"]})
+        if item.superseded_by_id is not None:
+            raise ApplicationError(
+                f"Knowledge item {item.pk} was superseded by {item.superseded_by_id}; "
+                "edit the current version.",
+                code="superseded",
+                fields={"id": [f"superseded by {item.superseded_by_id}"]},
+                status_code=409,
+            )
+        _check_protected(item, actor, "edit")
+        if item.status == KnowledgeStatus.ARCHIVED:
+            raise ApplicationError(
+                f"Knowledge item {item.pk} is archived; a person can restore it before it is "
+                "edited.",
+                code="archived",
+                fields={"id": ["archived"]},
+                status_code=409,
+            )
+        if item.content != current.content:
+            content_changes = new_content is not None and new_content != item.content
+        changes.pop("embedding", None)
+        changes.pop("embedding_model", None)
+        if "due_at" in changes and changes["due_at"] != item.due_at:
+            changes.setdefault("reminded_at", None)
+        if content_changes:
+            return _supersede(workspace, item, changes, actor, vector, model_id, reason)
+        changes.pop("content", None)
+        changed = sorted(name for name, value in changes.items() if getattr(item, name) != value)
+        for name, value in changes.items():
+            setattr(item, name, value)
+        if changes:
+            item.save(update_fields=[*changes, "updated_at"])
+        if changed and actor.is_person:
+            # A person's change in place is a review decision: keep who, why and which
+            # fields (never the values, which may be content).
+            audit_record(
+                workspace=workspace,
+                actor=actor.label,
+                action="knowledge.update",
+                target_type="knowledge",
+                target_id=item.pk,
+                reason=reason[:500],
+                details={"fields": changed},
+            )
+        return UpdateResult(item=item)
+
+
+def _supersede(
+    workspace: Workspace,
+    old: Knowledge,
+    changes: dict[str, Any],
+    actor: Actor,
+    vector: list[float] | None,
+    model_id: str,
+    reason: str = "",
+) -> UpdateResult:
+    fields = {
+        name: getattr(old, name)
+        for name in (
+            "category",
+            "domain",
+            "entity",
+            "context",
+            "sensitive",
+            "source",
+            "confidence",
+            "metadata",
+            "due_at",
+            "reminded_at",
+            "operation_key",
+            "pinned",
+            "sealed",
+        )
+    }
+    fields.update(changes)
+    fields["metadata"] = {**(fields.get("metadata") or {}), "supersedes": old.pk}
+    if actor.is_person:
+        fields["source"] = Source.USER
+    # The old row leaves the one-active-error-per-operation slot for a moment, so the
+    # new version can take it; it keeps its own status once it points at the new one.
+    Knowledge.objects.filter(pk=old.pk).update(status=KnowledgeStatus.ARCHIVED)
+    new = Knowledge.objects.create(
+        workspace=workspace,
+        agent=actor.agent or old.agent,
+        embedding=vector,
+        embedding_model=model_id if vector is not None else "",
+        **fields,
+    )
+    Knowledge.objects.filter(pk=old.pk).update(
+        superseded_by=new, status=old.status, updated_at=timezone.now()
+    )
+    old.refresh_from_db()
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="knowledge.supersede",
+        target_type="knowledge",
+        target_id=old.pk,
+        reason=reason[:500],
+        details={"superseded_by": new.pk, "category": new.category},
+    )
+    return UpdateResult(item=new, supersedes=old.pk)
+
+
+# --------------------------------------------------------------------------- forget / restore / delete
+
+
+def _locked(workspace: Workspace, item_id: int) -> Knowledge:
+    item = Knowledge.objects.select_for_update().filter(workspace=workspace, pk=item_id).first()
+    if item is None:
+        raise NotFoundError(f"No knowledge item {item_id}.", fields={"id": ["not found"]})
+    return item
+
+
+@transaction.atomic
+def knowledge_forget(
+    *, workspace: Workspace, item_id: int, actor: Actor, reason: str = ""
+) -> Knowledge:
+    """Archive an item: out of recall and the memory block, row kept, restorable by a
+    person. Forgetting an archived item changes nothing. Agents cannot archive what a
+    person protected (403)."""
+    item = _locked(workspace, item_id)
+    if item.status == KnowledgeStatus.ARCHIVED:
+        return item
+    _check_protected(item, actor, "forget")
+    item.status = KnowledgeStatus.ARCHIVED
+    item.archived_at = timezone.now()
+    item.save(update_fields=["status", "archived_at", "updated_at"])
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="knowledge.archive",
+        target_type="knowledge",
+        target_id=item.pk,
+        reason=reason[:500],
+        details={"category": item.category},
+    )
+    return item
+
+
+@transaction.atomic
+def knowledge_restore(
+    *,
+    workspace: Workspace,
+    item_id: int,
+    actor: Actor,
+    reason: str = "",
+    now: datetime | None = None,
+) -> Knowledge:
+    """Bring an archived item back (people only; one action, SPEC section 7).
+
+    Its idle clock restarts (``last_used_at``): otherwise an item archived for being
+    idle 90 days would be archived again by the next decay run.
+    """
+    if not actor.is_person:
+        raise ApplicationError(
+            "Only a person can restore an archived item.",
+            code="permission_denied",
+            fields={"id": ["people only"]},
+            status_code=403,
+        )
+    item = _locked(workspace, item_id)
+    if item.status == KnowledgeStatus.ACTIVE:
+        return item
+    item.status = KnowledgeStatus.ACTIVE
+    item.archived_at = None
+    item.last_used_at = now or timezone.now()
+    try:
+        with transaction.atomic():
+            item.save(update_fields=["status", "archived_at", "last_used_at", "updated_at"])
+    except IntegrityError:
+        raise ApplicationError(
+            f"Another active error item already tracks operation '{item.operation_key}'; "
+            "archive that one first.",
+            code="conflict",
+            fields={"id": ["an active error item for this operation exists"]},
+            status_code=409,
+        ) from None
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="knowledge.restore",
+        target_type="knowledge",
+        target_id=item.pk,
+        reason=reason[:500],
+        details={"category": item.category},
+    )
+    return item
+
+
+@transaction.atomic
+def knowledge_delete(*, workspace: Workspace, item_id: int, actor: Actor, reason: str = "") -> int:
+    """A person's real delete: the item and the older versions it superseded.
+
+    Returns the number of rows deleted. The audit record names ids and category,
+    never content. (Whole-workspace erasure is a separate admin job.)
+    """
+    if not actor.is_person:
+        raise ApplicationError(
+            "Only a person can delete knowledge; an agent's DELETE archives it.",
+            code="permission_denied",
+            fields={"id": ["people only"]},
+            status_code=403,
+        )
+    item = _locked(workspace, item_id)
+    lineage = [item.pk]
+    frontier = [item.pk]
+    while frontier:
+        frontier = list(
+            Knowledge.objects.filter(workspace=workspace, superseded_by__in=frontier).values_list(
+                "pk", flat=True
+            )
+        )
+        lineage.extend(frontier)
+    category = item.category
+    deleted, _ = Knowledge.objects.filter(workspace=workspace, pk__in=lineage).delete()
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="knowledge.delete",
+        target_type="knowledge",
+        target_id=item_id,
+        reason=reason[:500],
+        details={"category": category, "deleted_ids": sorted(lineage)},
+    )
+    return deleted
+
+
+# --------------------------------------------------------------------------- recall
+
+
+# --------------------------------------------------------------------------- error items

@@ -1,0 +1,464 @@
+"""The evidence engine: the one place confidence moves (SPEC section 4).
+
+``confidence_apply`` is the only code that changes the confidence of a lesson
+or a knowledge item, and it always writes a ``ConfidenceChange`` ledger row, so
+for every target ``birth + sum(after - before) == confidence``.
+
+``evidence_apply`` turns one piece of evidence into a change, by the per-kind
+policy in ``settings.CAIRN_EVIDENCE_POLICY``:
+
+=============== ============================ ===============================
+kind            lesson                       knowledge strength
+=============== ============================ ===============================
+self_report     recency only                 recency only
+test_passed     +0.15                        +0.15
+diff_accepted   +0.15                        +0.15
+user_confirmed  +0.15                        +0.15
+contradiction   -0.25                        x0.7
+=============== ============================ ===============================
+
+Lessons are clamped to [0.05, 0.95], knowledge to [0, 1]. Sealed items are
+never pushed below the recall floor (0.2) by evidence: every piece of
+evidence is an agent's report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from cairn.errors import ApplicationError, NotFoundError
+from memory.core.audit import audit_record
+from memory.models import (
+    Agent,
+    ConfidenceCause,
+    ConfidenceChange,
+    Evidence,
+    EvidenceKind,
+    Knowledge,
+    KnowledgeStatus,
+    Lesson,
+    LessonEvidence,
+    LessonState,
+    RetiredBy,
+    TargetType,
+    Workspace,
+)
+
+# Kinds an agent may post; the other two are derived from outcomes by the server.
+POSTABLE_KINDS = (EvidenceKind.DIFF_ACCEPTED, EvidenceKind.USER_CONFIRMED, EvidenceKind.SELF_REPORT)
+_EPSILON = 1e-9
+
+
+def target_type_of(target: Lesson | Knowledge) -> str:
+    if isinstance(target, Lesson):
+        return TargetType.LESSON
+    if isinstance(target, Knowledge):
+        return TargetType.KNOWLEDGE
+    raise TypeError(f"confidence has no meaning for {type(target).__name__}")
+
+
+def _model_for(target_type: str):
+    return Lesson if target_type == TargetType.LESSON else Knowledge
+
+
+# Inner services join the caller's transaction (no savepoint): nothing between them
+# catches an error and carries on, so a failure rolls the whole write back anyway.
+@transaction.atomic(savepoint=False)
+def confidence_apply(
+    *,
+    target: Lesson | Knowledge,
+    new: float,
+    cause: str,
+    kind: str = "",
+    evidence_id: str = "",
+    at: datetime | None = None,
+) -> ConfidenceChange | None:
+    """Set ``target.confidence`` to ``new`` and write the ledger row; no-op when unchanged.
+
+    The caller holds the row lock (``select_for_update``) when it read ``target``.
+    """
+    if cause not in ConfidenceCause.values:
+        raise ValueError(f"unknown cause {cause!r}")
+    target_type = target_type_of(target)
+    new = round(min(1.0, max(0.0, float(new))), 6)
+    before = float(target.confidence)
+    if abs(new - before) < _EPSILON:
+        return None
+    at = at or timezone.now()
+    _model_for(target_type).objects.filter(pk=target.pk).update(confidence=new, updated_at=at)
+    target.confidence = new
+    return ConfidenceChange.objects.create(
+        workspace_id=target.workspace_id,
+        target_type=target_type,
+        target_id=target.pk,
+        before=before,
+        after=new,
+        kind=kind,
+        evidence_id=evidence_id[:200],
+        cause=cause,
+        at=at,
+    )
+
+
+def evidence_effect(*, kind: str, target: Lesson | Knowledge) -> float:
+    """The confidence ``target`` would have after one piece of evidence of ``kind``."""
+    target_type = target_type_of(target)
+    op, amount = settings.CAIRN_EVIDENCE_POLICY[kind][target_type]
+    before = float(target.confidence)
+    new = before + amount if op == "add" else before * amount
+    new = _clamp(target_type, new)
+    if target.sealed and new < before:
+        # A person's rule: agents' reports may lower it, never below the recall floor.
+        new = max(new, min(before, settings.CAIRN_RECALL_FLOOR))
+    return new
+
+
+def evidence_is_positive(kind: str, target_type: str) -> bool:
+    op, amount = settings.CAIRN_EVIDENCE_POLICY[kind][target_type]
+    return (op == "add" and amount > 0) or (op == "mul" and amount > 1)
+
+
+@dataclass
+class EvidenceResult:
+    target: Lesson | Knowledge  # the row as it is now (locked by this transaction)
+    target_type: str
+    target_id: int
+    before: float
+    after: float
+    retired: bool = False
+    activated: bool = False
+
+
+def _lock(target: Lesson | Knowledge) -> Lesson | Knowledge:
+    model = type(target)
+    return model.objects.select_for_update().get(pk=target.pk)
+
+
+@transaction.atomic(savepoint=False)
+def evidence_apply(
+    *,
+    target: Lesson | Knowledge,
+    kind: str,
+    evidence_id: str,
+    now: datetime | None = None,
+) -> EvidenceResult:
+    """Apply one piece of evidence to a live lesson or knowledge item.
+
+    1. Lock the row and compute the new confidence by the kind's policy.
+    2. Change it through ``confidence_apply`` (one ledger row), or for a
+       self-report only refresh recency (``last_used_at``, ``use_count``).
+    3. Lessons: a positive piece of evidence makes a claimed lesson active;
+       one that leaves it below the retirement floor retires it (unless pinned).
+    """
+    if kind not in settings.CAIRN_EVIDENCE_POLICY:
+        raise ValueError(f"unknown evidence kind {kind!r}")
+    now = now or timezone.now()
+    target = _lock(target)
+    target_type = target_type_of(target)
+    _require_live(target)
+    before = float(target.confidence)
+    confidence_apply(
+        target=target,
+        new=evidence_effect(kind=kind, target=target),
+        cause=ConfidenceCause.EVIDENCE,
+        kind=kind,
+        evidence_id=evidence_id,
+        at=now,
+    )
+    result = EvidenceResult(
+        target=target,
+        target_type=target_type,
+        target_id=target.pk,
+        before=before,
+        after=target.confidence,
+    )
+    if kind == EvidenceKind.SELF_REPORT:
+        type(target).objects.filter(pk=target.pk).update(
+            last_used_at=now, use_count=F("use_count") + 1
+        )
+    if target_type == TargetType.LESSON:
+        if target.state == LessonState.CLAIMED and evidence_is_positive(kind, target_type):
+            Lesson.objects.filter(pk=target.pk).update(state=LessonState.ACTIVE, updated_at=now)
+            target.state = LessonState.ACTIVE
+            result.activated = True
+        if target.confidence < settings.CAIRN_LESSON_RETIRE_BELOW and not target.pinned:
+            lesson_retire_system(
+                lesson=target,
+                actor="system:evidence",
+                reason=f"confidence {target.confidence:.2f} fell below "
+                f"{settings.CAIRN_LESSON_RETIRE_BELOW} after {kind}",
+                now=now,
+            )
+            result.retired = True
+    return result
+
+
+def _require_live(target: Lesson | Knowledge) -> None:
+    if isinstance(target, Lesson):
+        if target.superseded_by_id is not None:
+            raise ApplicationError(
+                f"Lesson {target.pk} was superseded by lesson {target.superseded_by_id}; "
+                "give evidence for the current version.",
+                code="superseded",
+                fields={"target_id": ["superseded"]},
+            )
+        if target.state == LessonState.RETIRED:
+            raise ApplicationError(
+                f"Lesson {target.pk} is retired.", code="retired", fields={"target_id": ["retired"]}
+            )
+    elif target.status != KnowledgeStatus.ACTIVE or target.superseded_by_id is not None:
+        raise ApplicationError(
+            f"Knowledge item {target.pk} is archived or superseded.",
+            code="not_active",
+            fields={"target_id": ["not active"]},
+        )
+
+
+# --- posted evidence (POST /evidence/) -------------------------------------------------
+
+
+def _evidence_target(*, workspace: Workspace, target_type: str, target_id: int):
+    model = _model_for(target_type)
+    target = model.objects.filter(workspace=workspace, pk=target_id).first()
+    if target is None:
+        raise NotFoundError(
+            f"No {target_type} {target_id} in this workspace.", fields={"target_id": ["not found"]}
+        )
+    return target
+
+
+def _evidence_stored(*, workspace: Workspace, evidence_id: str) -> dict | None:
+    row = Evidence.objects.filter(workspace=workspace, evidence_id=evidence_id).first()
+    return None if row is None else row.response
+
+
+def evidence_record(
+    *,
+    workspace: Workspace,
+    agent: Agent | None,
+    evidence_id: str,
+    kind: str,
+    target_type: str,
+    target_id: int,
+) -> tuple[dict, bool]:
+    """Record posted evidence once per ``evidence_id``; returns (body, created).
+
+    1. A stored id answers with the stored body: nothing is applied twice.
+    2. Otherwise insert the Evidence row and apply it in one transaction; a
+       concurrent insert of the same id loses on the unique constraint and
+       answers with the winner's body.
+    """
+    if kind not in POSTABLE_KINDS:
+        raise ApplicationError(
+            f"Evidence kind {kind!r} cannot be posted: test_passed and contradiction "
+            "are derived by the server from outcomes.",
+            code="kind_not_postable",
+            fields={"kind": ["not postable"]},
+        )
+    stored = _evidence_stored(workspace=workspace, evidence_id=evidence_id)
+    if stored is not None:
+        return stored, False
+    try:
+        with transaction.atomic():
+            target = _evidence_target(
+                workspace=workspace, target_type=target_type, target_id=target_id
+            )
+            row = Evidence.objects.create(
+                workspace=workspace,
+                agent=agent,
+                evidence_id=evidence_id,
+                kind=kind,
+                target_type=target_type,
+                target_id=target_id,
+            )
+            result = evidence_apply(target=target, kind=kind, evidence_id=evidence_id)
+            body = {
+                "id": row.pk,
+                "evidence_id": evidence_id,
+                "kind": kind,
+                "target_type": target_type,
+                "target_id": target_id,
+                "confidence_before": result.before,
+                "confidence_after": result.after,
+                "state": (
+                    Lesson.objects.values_list("state", flat=True).get(pk=target.pk)
+                    if target_type == TargetType.LESSON
+                    else None
+                ),
+            }
+            row.response = body
+            row.save(update_fields=["response"])
+            return body, True
+    except IntegrityError:
+        stored = _evidence_stored(workspace=workspace, evidence_id=evidence_id)
+        if stored is None:
+            raise
+        return stored, False
+
+
+def _undo(kind: str, target_type: str, value: float) -> float:
+    """The confidence before one piece of evidence of ``kind`` moved it to ``value``
+    (unclamped inverse of the policy: used for evidence inherited through an edit or
+    a promotion, whose effect is baked into the row's birth confidence)."""
+    op, amount = settings.CAIRN_EVIDENCE_POLICY[kind][target_type]
+    if op == "add":
+        return value - amount
+    return value / amount if amount else value
+
+
+def _clamp(target_type: str, value: float) -> float:
+    """The confidence range: lessons between their caps, knowledge in [0, 1]."""
+    if target_type == TargetType.LESSON:
+        return min(
+            settings.CAIRN_LESSON_CONFIDENCE_MAX, max(settings.CAIRN_LESSON_CONFIDENCE_MIN, value)
+        )
+    return min(1.0, max(0.0, value))
+
+
+@transaction.atomic
+def confidence_rebuild(
+    *,
+    workspace: Workspace,
+    label: str,
+    pk: int,
+    erased_evidence_ids,
+    erased_outcomes,
+    erased_posted,
+) -> dict[str, int]:
+    """Recompute a lesson's or item's confidence from the evidence it keeps.
+
+    1. Lock the row. Its birth confidence is its confidence minus the ledger's sum
+       (``birth + sum(after - before) == confidence`` holds for every target).
+    2. Undo evidence links to erased outcomes inherited without a ledger row of
+       this row's own (an edit or promotion copied them), then replay the row's own
+       ledger in order, skipping rows that cite erased evidence: evidence by the
+       kind's policy, decay and people's changes as the amounts they moved.
+    3. Delete the links, strip the erased citations from the ledger (the rows stay
+       so the sum still holds), and write the difference as one ledger row with
+       cause ``person`` and kind ``erasure``.
+    4. A lesson with no supporting evidence left is claimed again (never served
+       until confirmed); one below the retirement floor is retired, as evidence would.
+
+    ``erased_evidence_ids`` are the ledger citations going (``outcome:<id>`` and
+    posted evidence ids); ``erased_outcomes`` and ``erased_posted`` are querysets
+    (or id lists) of the Outcome and Evidence rows the erasure removes.
+    """
+
+    model = {"memory.Lesson": Lesson, "memory.Knowledge": Knowledge}[label]
+    target = model._default_manager.select_for_update().filter(pk=pk).first()
+    if target is None:
+        return {}
+    target_type = "lesson" if label == "memory.Lesson" else "knowledge"
+    ledger = list(
+        ConfidenceChange.objects.filter(target_type=target_type, target_id=pk).order_by("at", "id")
+    )
+    erased_ids = set(
+        ConfidenceChange.objects.filter(
+            target_type=target_type, target_id=pk, evidence_id__in=erased_evidence_ids
+        ).values_list("evidence_id", flat=True)
+    )
+    links = []
+    if target_type == "lesson":
+        links = list(LessonEvidence.objects.filter(lesson_id=pk, outcome__in=erased_outcomes))
+    own_citations = {row.evidence_id for row in ledger}
+    before = float(target.confidence)
+    running = before - sum(row.after - row.before for row in ledger)
+    for link in links:
+        if f"outcome:{link.outcome_id}" in own_citations:
+            continue
+        kind = (
+            EvidenceKind.TEST_PASSED
+            if link.relation == LessonEvidence.Relation.SUPPORTS
+            else EvidenceKind.CONTRADICTION
+        )
+        running = _clamp(target_type, _undo(kind, target_type, running))
+    probe = model(pk=pk, confidence=running, sealed=getattr(target, "sealed", False))
+    for row in ledger:
+        if row.evidence_id in erased_ids:
+            continue
+        if row.cause == ConfidenceCause.EVIDENCE and row.kind in settings.CAIRN_EVIDENCE_POLICY:
+            probe.confidence = evidence_effect(kind=row.kind, target=probe)
+        else:
+            probe.confidence = _clamp(target_type, probe.confidence + (row.after - row.before))
+    counts: dict[str, int] = {}
+    if links:
+        _, deleted = LessonEvidence.objects.filter(pk__in=[link.pk for link in links]).delete()
+        counts.update(deleted)
+    ConfidenceChange.objects.filter(
+        target_type=target_type, target_id=pk, evidence_id__in=erased_ids
+    ).update(evidence_id="erased")
+    confidence_apply(
+        target=target, new=probe.confidence, cause=ConfidenceCause.PERSON, kind="erasure"
+    )
+    details = {"before": before, "after": target.confidence}
+    if target_type == "lesson":
+        supported = LessonEvidence.objects.filter(
+            lesson_id=pk, relation=LessonEvidence.Relation.SUPPORTS
+        ).exists() or any(
+            evidence_is_positive(kind, "lesson")
+            for kind in Evidence.objects.filter(target_type="lesson", target_id=pk)
+            .exclude(pk__in=erased_posted)
+            .values_list("kind", flat=True)
+        )
+        if target.state == LessonState.ACTIVE and not supported:
+            model._default_manager.filter(pk=pk).update(
+                state=LessonState.CLAIMED, updated_at=timezone.now()
+            )
+            target.state = LessonState.CLAIMED
+            details["state"] = LessonState.CLAIMED
+        if (
+            target.state != LessonState.RETIRED
+            and target.superseded_by_id is None
+            and target.confidence < settings.CAIRN_LESSON_RETIRE_BELOW
+            and not target.pinned
+        ):
+            lesson_retire_system(
+                lesson=target,
+                actor="system:erasure",
+                reason="confidence fell below the floor once erased evidence was removed",
+            )
+            details["state"] = LessonState.RETIRED
+    audit_record(
+        workspace=workspace,
+        actor="system:erasure",
+        action="erasure.recompute",
+        target_type=target_type,
+        target_id=pk,
+        details=details,
+    )
+    return counts
+
+
+def lesson_retire_system(*, lesson: Lesson, actor: str, reason: str, now=None) -> None:
+    """Retire a lesson automatically (floor, decay, cap) and record it in the audit log."""
+    now = now or timezone.now()
+    updated = Lesson.objects.filter(pk=lesson.pk, superseded_by__isnull=True).exclude(
+        state=LessonState.RETIRED
+    )
+    if not updated.update(
+        state=LessonState.RETIRED,
+        retired_by=RetiredBy.SYSTEM,
+        retired_reason=reason[:300],
+        retired_at=now,
+        updated_at=now,
+    ):
+        return
+    lesson.state = LessonState.RETIRED
+    lesson.retired_by = RetiredBy.SYSTEM
+    lesson.retired_reason = reason[:300]
+    lesson.retired_at = now
+    audit_record(
+        workspace=lesson.workspace,
+        actor=actor,
+        action="lesson.retire",
+        target_type="lesson",
+        target_id=lesson.pk,
+        reason=reason,
+        details={"confidence": lesson.confidence},
+    )

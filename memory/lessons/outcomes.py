@@ -1,0 +1,235 @@
+"""Outcomes: one per agent turn, derived from what the harness saw (SPEC section 4).
+
+``outcome_passed`` is the server's verdict from the raw check records; a
+client's own ``passed`` is never used. ``outcome_record`` stores the outcome
+once per ``(agent, outcome_id)`` and, in the same transaction, attributes it to
+what was in play and learns mechanical lessons; a retry answers with the body
+the first request stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memory.identity.projects import project_digest_required, target_relativize
+from memory.lessons.evidence import evidence_apply
+from memory.lessons.services import (
+    lesson_confirm_by_outcome,
+    lesson_contradict_by_outcome,
+    lesson_head,
+    lesson_learn_mechanical,
+)
+from memory.lessons.verdict import (
+    goal_digest,
+    mechanical_pairs,
+    operations_last_result,
+    outcome_passed,
+)
+from memory.models import (
+    Agent,
+    Category,
+    EvidenceKind,
+    Knowledge,
+    KnowledgeStatus,
+    Lesson,
+    LessonScope,
+    LessonState,
+    Outcome,
+    StepOutcome,
+)
+
+IN_PLAY_TYPES = ("lesson", "knowledge", "error", "delta")
+
+
+# --- the verdict ----------------------------------------------------------------------------
+
+
+# --- recording --------------------------------------------------------------------------------
+
+
+@dataclass
+class Attribution:
+    confirmed: list[dict]
+    contradicted: list[dict]
+    lessons_created: list[int]
+
+    def note(self, bucket: list[dict], ref: dict) -> None:
+        if ref not in bucket:
+            bucket.append(ref)
+
+
+def _stored_body(*, agent: Agent, outcome_id: str) -> dict | None:
+    row = Outcome.objects.filter(agent=agent, outcome_id=outcome_id).only("response").first()
+    return None if row is None else row.response
+
+
+def outcome_record(
+    *,
+    agent: Agent,
+    outcome_id: str,
+    session_id: str,
+    turn_index: int = 0,
+    project_remote: str | None = None,
+    project_path: str | None = None,
+    machine: str = "",
+    context: str = "global",
+    goal: str | None = None,
+    goal_digest_value: str = "",
+    approach: list[dict] | None = None,
+    checks: list[dict] | None = None,
+    claim_ok: bool = True,
+    steps: int | None = None,
+    tokens: int | None = None,
+    wall_s: float | None = None,
+    in_play: list[dict] | None = None,
+    reported_passed: bool | None = None,
+) -> tuple[dict, bool]:
+    """Record one outcome; returns (response body, created).
+
+    1. An ``outcome_id`` this agent already posted answers with the stored body.
+    2. Otherwise, in one transaction: insert the row (the unique constraint on
+       (agent, outcome_id) makes concurrent retries lose here and re-read the
+       winner's body), compute ``passed``, attribute it to the in-play lessons
+       and knowledge, learn mechanical lessons, store the body.
+    """
+    stored = _stored_body(agent=agent, outcome_id=outcome_id)
+    if stored is not None:
+        return stored, False
+    digest = project_digest_required(remote=project_remote, path=project_path)
+    approach = [
+        {**a, "target": target_relativize(a.get("target", ""), path=project_path)}
+        for a in (approach or [])
+    ]
+    checks = [
+        {**c, "target": target_relativize(c.get("target", ""), path=project_path)}
+        for c in (checks or [])
+    ]
+    passed = outcome_passed(approach=approach, checks=checks, claim_ok=claim_ok)
+    try:
+        with transaction.atomic():
+            outcome = Outcome.objects.create(
+                workspace_id=agent.workspace_id,
+                agent=agent,
+                outcome_id=outcome_id,
+                session_id=session_id,
+                turn_index=turn_index,
+                project_digest=digest,
+                machine_digest=machine or "",
+                context=context or "global",
+                goal_digest=goal_digest(goal) if goal else goal_digest_value,
+                approach=approach,
+                checks=checks,
+                claim_ok=claim_ok,
+                steps=steps,
+                tokens=tokens,
+                wall_s=wall_s,
+                in_play=in_play or [],
+                passed=passed,
+                reported_passed=reported_passed,
+            )
+            body = _apply(outcome=outcome)
+            outcome.response = body
+            outcome.save(update_fields=["response"])
+            return body, True
+    except IntegrityError:
+        stored = _stored_body(agent=agent, outcome_id=outcome_id)
+        if stored is None:
+            raise
+        return stored, False
+
+
+def _apply(*, outcome: Outcome) -> dict:
+    now = timezone.now()
+    result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
+    if outcome.passed is not None:
+        _attribute(outcome=outcome, result=result, now=now)
+    if outcome.passed is True:
+        for failed_op, ok_op, target in mechanical_pairs(outcome.approach):
+            learned = lesson_learn_mechanical(
+                outcome=outcome, failed_op=failed_op, ok_op=ok_op, target=target, now=now
+            )
+            if learned is None:
+                continue
+            lesson, what = learned
+            if what == "created":
+                result.lessons_created.append(lesson.pk)
+            else:
+                result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
+    return {
+        "id": outcome.pk,
+        "outcome_id": outcome.outcome_id,
+        "passed": outcome.passed,
+        "confirmed": result.confirmed,
+        "contradicted": result.contradicted,
+        "lessons_created": result.lessons_created,
+    }
+
+
+def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
+    """Scoped attribution: only what was in play, only on its own operation."""
+    last = operations_last_result(outcome.approach)
+    lesson_ids = sorted({r["id"] for r in outcome.in_play if r["type"] == "lesson"})
+    knowledge_ids = sorted(
+        {r["id"] for r in outcome.in_play if r["type"] in ("knowledge", "error")}
+    )
+    seen: set[int] = set()
+    for lesson in Lesson.objects.filter(workspace_id=outcome.workspace_id, pk__in=lesson_ids):
+        lesson = lesson_head(lesson=lesson)
+        if lesson.pk in seen or lesson.state == LessonState.RETIRED:
+            continue
+        seen.add(lesson.pk)
+        if lesson.scope == LessonScope.PROJECT and lesson.project_digest != outcome.project_digest:
+            continue  # another project's lesson is neither credited nor blamed here
+        op_result = last.get(lesson.operation_key)
+        if outcome.passed is True and op_result == StepOutcome.OK:
+            holder = lesson_confirm_by_outcome(lesson=lesson, outcome=outcome, now=now)
+            if holder is not None:
+                result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
+        elif outcome.passed is False and op_result == StepOutcome.FAILED:
+            if lesson_contradict_by_outcome(lesson=lesson, outcome=outcome, now=now):
+                result.note(result.contradicted, {"type": "lesson", "id": lesson.pk})
+    items = Knowledge.objects.filter(
+        workspace_id=outcome.workspace_id,
+        pk__in=knowledge_ids,
+        status=KnowledgeStatus.ACTIVE,
+        superseded_by__isnull=True,
+    ).order_by("id")
+    for item in items:
+        kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
+        if kind is None:
+            continue
+        evidence_apply(target=item, kind=kind, evidence_id=f"outcome:{outcome.pk}", now=now)
+        ref = {"type": "error" if item.category == Category.ERROR else "knowledge", "id": item.pk}
+        bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
+        result.note(bucket, ref)
+
+
+def _knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, str]) -> str | None:
+    """What an outcome says about an in-play knowledge item (None: nothing).
+
+    - An error item warns that its operation fails. In a passed outcome it is
+      confirmed when that operation failed again and contradicted when it
+      worked; a failed outcome says nothing about it.
+    - Other items with an operation are treated like lessons: confirmed by a
+      passed outcome where the operation worked, contradicted by a failed one
+      where it failed.
+    - Items without an operation are confirmed by a passed outcome and never
+      contradicted by one: a fact is not blamed for a failing test.
+    """
+    op_result = last.get(item.operation_key) if item.operation_key else None
+    if item.category == Category.ERROR and item.operation_key:
+        if passed is True and op_result == StepOutcome.FAILED:
+            return EvidenceKind.TEST_PASSED
+        if passed is True and op_result == StepOutcome.OK:
+            return EvidenceKind.CONTRADICTION
+        return None
+    if item.operation_key:
+        if passed is True and op_result == StepOutcome.OK:
+            return EvidenceKind.TEST_PASSED
+        if passed is False and op_result == StepOutcome.FAILED:
+            return EvidenceKind.CONTRADICTION
+        return None
+    return EvidenceKind.TEST_PASSED if passed is True else None

@@ -1,0 +1,429 @@
+"""Lessons: earned from outcomes, superseded never deleted (SPEC section 4).
+
+Where lessons come from, in order of trust:
+1. the loop, mechanically (``lesson_learn_mechanical``): a failed ``(A, T)``
+   then an ok ``(B, T)`` in a passed outcome writes "Prefer B over A for T.";
+2. ``POST /lessons/`` (``lesson_create``) with evidence ids, each an existing
+   passed outcome of the same workspace and project; without evidence the row
+   is *claimed* at 0.3 and never served until an attributed confirmation.
+
+Confidence moves only through ``memory.lessons.evidence``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from cairn.errors import ApplicationError
+from memory.core.audit import audit_record
+from memory.lessons.evidence import evidence_apply, lesson_retire_system
+from memory.lessons.lifecycle import (
+    _SUPPORTS,
+    MECHANICAL_TEXT_MAX_CHARS,
+    _actor,
+    _current,
+    _operation_clean,
+    _retired_by_person_blocking,
+    _supersede,
+    _text_clean,
+    lesson_text_normalize,
+)
+from memory.lessons.promotion import lesson_demote_if_foreign, lesson_promote_if_confirmed
+from memory.lessons.selectors import lesson_head
+from memory.models import (
+    Agent,
+    EvidenceKind,
+    Knowledge,
+    Lesson,
+    LessonEvidence,
+    LessonScope,
+    LessonSource,
+    LessonState,
+    Outcome,
+    SupersedeReason,
+    Workspace,
+)
+
+EVIDENCE_IDS_MAX = 50
+_CONTRADICTS = LessonEvidence.Relation.CONTRADICTS
+
+
+# --- text -----------------------------------------------------------------------------
+
+
+# --- evidence rows and lineage ----------------------------------------------------------
+
+
+def lesson_evidence_attach(*, lesson: Lesson, outcome: Outcome, relation: str = _SUPPORTS) -> bool:
+    """Attach an outcome to a lesson row once; True when it was new.
+
+    One ``INSERT ... ON CONFLICT DO NOTHING`` on the (lesson, outcome) unique
+    constraint: safe under concurrency without a savepoint.
+    """
+    table = LessonEvidence._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (lesson_id, outcome_id, relation, created_at) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (lesson_id, outcome_id) DO NOTHING RETURNING id",
+            [lesson.pk, outcome.pk, relation, timezone.now()],
+        )
+        return cursor.fetchone() is not None
+
+
+def _current_equivalent(
+    *, workspace: Workspace, operation_key: str, normalized_text: str, project_digest: str
+) -> Lesson | None:
+    """The live lesson saying the same thing here: this project's first, else the global one."""
+    same = _current(workspace).filter(operation_key=operation_key, normalized_text=normalized_text)
+    return (
+        same.filter(scope=LessonScope.PROJECT, project_digest=project_digest).order_by("id").first()
+        or same.filter(scope=LessonScope.GLOBAL).order_by("id").first()
+    )
+
+
+# --- creation by agents (POST /lessons/) --------------------------------------------------
+
+
+def _evidence_validate(
+    *, workspace: Workspace, project_digest: str, evidence_ids: list[int]
+) -> list[Outcome]:
+    """Each id must be an outcome of this workspace and project that passed; else 422 naming it."""
+    ids = list(dict.fromkeys(int(i) for i in evidence_ids))
+    if len(ids) > EVIDENCE_IDS_MAX:
+        raise ApplicationError(
+            f"At most {EVIDENCE_IDS_MAX} evidence ids.",
+            code="invalid",
+            fields={"evidence": ["too many"]},
+            status_code=400,
+        )
+    found = {o.pk: o for o in Outcome.objects.filter(workspace=workspace, pk__in=ids)}
+    problems: list[str] = []
+    for outcome_id in ids:
+        outcome = found.get(outcome_id)
+        if outcome is None:
+            # Same words for "missing" and "another workspace's": existence does not leak.
+            problems.append(f"{outcome_id}: unknown outcome (no such outcome in this workspace)")
+        elif outcome.project_digest != project_digest:
+            problems.append(f"{outcome_id}: outcome belongs to another project")
+        elif outcome.passed is not True:
+            state = "failed" if outcome.passed is False else "nothing was verified (passed=null)"
+            problems.append(f"{outcome_id}: outcome did not pass ({state})")
+    if problems:
+        raise ApplicationError(
+            "Evidence refused: " + "; ".join(problems) + ".",
+            code="evidence_refused",
+            fields={"evidence": problems},
+        )
+    return [found[i] for i in ids]
+
+
+@transaction.atomic
+def lesson_create(
+    *,
+    workspace: Workspace,
+    agent: Agent | None,
+    text: str,
+    operation_key: str,
+    project_digest: str,
+    evidence_ids: list[int] | None = None,
+    source: str = LessonSource.MODEL,
+    now: datetime | None = None,
+) -> tuple[Lesson, bool]:
+    """Create a project lesson; returns (lesson, created).
+
+    1. Validate text, operation and every evidence id (422 naming each bad id).
+    2. Refuse to re-learn a lesson a person retired from the same evidence ids.
+    3. An equivalent live lesson here (or a global one) is confirmed by the new
+       evidence ids instead of duplicated.
+    4. Otherwise insert: active at 0.5 with evidence, claimed at 0.3 without.
+    """
+    now = now or timezone.now()
+    text = _text_clean(text, max_chars=settings.CAIRN_LESSON_TEXT_MAX_CHARS)
+    operation_key = _operation_clean(operation_key)
+    if source not in LessonSource.values or source == LessonSource.USER:
+        raise ApplicationError(
+            "Agents may post lessons from source 'model' or 'extractor'.",
+            code="invalid",
+            fields={"source": ["model or extractor"]},
+            status_code=400,
+        )
+    normalized = lesson_text_normalize(text)
+    outcomes = _evidence_validate(
+        workspace=workspace, project_digest=project_digest, evidence_ids=evidence_ids or []
+    )
+    blocked = _retired_by_person_blocking(
+        workspace=workspace,
+        operation_key=operation_key,
+        normalized_text=normalized,
+        outcome_ids=[o.pk for o in outcomes],
+    )
+    if blocked is not None:
+        raise ApplicationError(
+            f"A person retired this lesson (lesson {blocked.pk}); it is not re-learned "
+            "from the same evidence ids.",
+            code="retired_by_person",
+            fields={"evidence": [f"lesson {blocked.pk} was retired by a person"]},
+        )
+    existing = _current_equivalent(
+        workspace=workspace,
+        operation_key=operation_key,
+        normalized_text=normalized,
+        project_digest=project_digest,
+    )
+    if existing is not None:
+        for outcome in outcomes:
+            # A confirmation may promote it: later ids go to the row that holds it now.
+            existing = lesson_confirm_by_outcome(lesson=existing, outcome=outcome, now=now) or (
+                lesson_head(lesson=existing)
+            )
+        return existing, False
+    birth = (
+        settings.CAIRN_LESSON_BIRTH_CONFIDENCE
+        if outcomes
+        else settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
+    )
+    lesson = Lesson.objects.create(
+        workspace=workspace,
+        agent=agent,
+        text=text,
+        normalized_text=normalized,
+        operation_key=operation_key,
+        scope=LessonScope.PROJECT,
+        project_digest=project_digest,
+        confidence=birth,
+        birth_confidence=birth,
+        state=LessonState.ACTIVE if outcomes else LessonState.CLAIMED,
+        source=source,
+    )
+    for outcome in outcomes:
+        lesson_evidence_attach(lesson=lesson, outcome=outcome)
+    audit_record(
+        workspace=workspace,
+        actor=_actor(agent),
+        action="lesson.create",
+        target_type="lesson",
+        target_id=lesson.pk,
+        details={"state": lesson.state, "evidence": [o.pk for o in outcomes]},
+    )
+    promoted = lesson_promote_if_confirmed(lesson=lesson, now=now)
+    return (promoted or lesson), True
+
+
+# --- attribution from outcomes ----------------------------------------------------------
+
+
+@transaction.atomic(savepoint=False)
+def lesson_confirm_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> Lesson | None:
+    """A passed outcome supports ``lesson``: +test_passed once per outcome, then promotion.
+
+    Returns the lesson now holding the evidence (the global one after a
+    promotion), or None when this outcome had already been counted.
+    """
+    if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_SUPPORTS):
+        return None
+    lesson = evidence_apply(
+        target=lesson,
+        kind=EvidenceKind.TEST_PASSED,
+        evidence_id=f"outcome:{outcome.pk}",
+        now=now,
+    ).target
+    return lesson_promote_if_confirmed(lesson=lesson, now=now) or lesson
+
+
+@transaction.atomic(savepoint=False)
+def lesson_contradict_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> bool:
+    """A failed outcome on the lesson's operation: -0.25 once, and maybe a demotion."""
+    if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_CONTRADICTS):
+        return False
+    lesson = evidence_apply(
+        target=lesson,
+        kind=EvidenceKind.CONTRADICTION,
+        evidence_id=f"outcome:{outcome.pk}",
+        now=now,
+    ).target
+    lesson_demote_if_foreign(lesson=lesson, outcome=outcome, now=now)
+    return True
+
+
+# --- mechanical lessons ------------------------------------------------------------------
+
+
+def mechanical_text(*, failed_op: str, ok_op: str, target: str) -> str:
+    return f"Prefer {ok_op} over {failed_op} for {target}."
+
+
+@transaction.atomic(savepoint=False)
+def lesson_learn_mechanical(
+    *, outcome: Outcome, failed_op: str, ok_op: str, target: str, now=None
+) -> tuple[Lesson, str] | None:
+    """Learn "Prefer B over A for T." from a passed outcome; returns (lesson, what happened).
+
+    ``what`` is ``created`` or ``confirmed`` (an equivalent lesson existed), or
+    None when nothing was learned (not passed, too long, or retired by a person
+    on this same outcome).
+    """
+    if outcome.passed is not True:
+        return None
+    now = now or timezone.now()
+    text = mechanical_text(failed_op=failed_op, ok_op=ok_op, target=target)
+    if len(text) > MECHANICAL_TEXT_MAX_CHARS:
+        return None
+    workspace = outcome.workspace
+    normalized = lesson_text_normalize(text)
+    if _retired_by_person_blocking(
+        workspace=workspace,
+        operation_key=ok_op,
+        normalized_text=normalized,
+        outcome_ids=[outcome.pk],
+    ):
+        return None
+    existing = _current_equivalent(
+        workspace=workspace,
+        operation_key=ok_op,
+        normalized_text=normalized,
+        project_digest=outcome.project_digest,
+    )
+    if existing is not None:
+        holder = lesson_confirm_by_outcome(lesson=existing, outcome=outcome, now=now)
+        return (holder or lesson_head(lesson=existing)), "confirmed"
+    lesson = Lesson.objects.create(
+        workspace=workspace,
+        agent=outcome.agent,
+        text=text,
+        normalized_text=normalized,
+        operation_key=ok_op,
+        avoid_operation_key=failed_op,
+        target=target,
+        scope=LessonScope.PROJECT,
+        project_digest=outcome.project_digest,
+        confidence=settings.CAIRN_LESSON_BIRTH_CONFIDENCE,
+        birth_confidence=settings.CAIRN_LESSON_BIRTH_CONFIDENCE,
+        state=LessonState.ACTIVE,
+        source=LessonSource.LOOP,
+    )
+    lesson_evidence_attach(lesson=lesson, outcome=outcome)
+    audit_record(
+        workspace=workspace,
+        actor="system:outcomes",
+        action="lesson.learn",
+        target_type="lesson",
+        target_id=lesson.pk,
+        details={"outcome": outcome.pk, "source": LessonSource.LOOP},
+    )
+    _reverse_inverse(lesson=lesson, outcome=outcome, now=now)
+    promoted = lesson_promote_if_confirmed(lesson=lesson, now=now)
+    return (promoted or lesson), "created"
+
+
+def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:
+    """ "Prefer A over B for T" is superseded by a passed outcome that learned the reverse.
+
+    Only project lessons of this project. A live one a person pinned or sealed
+    stays; a retired one is linked too, so that the history shows what replaced it.
+    """
+    inverse = (
+        Lesson.objects.select_for_update()
+        .filter(
+            workspace_id=lesson.workspace_id,
+            superseded_by__isnull=True,
+            scope=LessonScope.PROJECT,
+            project_digest=lesson.project_digest,
+            operation_key=lesson.avoid_operation_key,
+            avoid_operation_key=lesson.operation_key,
+            target=lesson.target,
+        )
+        .filter(Q(state=LessonState.RETIRED) | Q(pinned=False, sealed=False))
+        .exclude(pk=lesson.pk)
+    )
+    for old in inverse:
+        _supersede(old, by=lesson, reason=SupersedeReason.REVERSED)
+        audit_record(
+            workspace=lesson.workspace,
+            actor="system:outcomes",
+            action="lesson.reverse",
+            target_type="lesson",
+            target_id=old.pk,
+            reason=f"outcome {outcome.pk} passed the other way round",
+            details={"superseded_by": lesson.pk, "outcome": outcome.pk},
+        )
+
+
+# --- promotion and demotion --------------------------------------------------------------
+
+
+# --- edit, retire, restore ----------------------------------------------------------------
+
+
+# --- serving (recency only) ---------------------------------------------------------------
+
+
+def context_mark_served(
+    *, lesson_ids: list[int], knowledge_ids: list[int], now: datetime | None = None
+) -> None:
+    """Serving refreshes recency (last_used_at, use_count), never confidence."""
+    now = now or timezone.now()
+    if lesson_ids:
+        Lesson.objects.filter(pk__in=lesson_ids).update(
+            last_used_at=now, use_count=F("use_count") + 1
+        )
+    if knowledge_ids:
+        Knowledge.objects.filter(pk__in=knowledge_ids).update(
+            last_used_at=now, use_count=F("use_count") + 1
+        )
+
+
+# --- caps -----------------------------------------------------------------------------------
+
+
+def lesson_caps_enforce(*, workspace: Workspace | None = None, now=None) -> dict:
+    """Beyond the cap of live lessons per project scope (and globally), retire the lowest
+    confidence ones (oldest first on ties; pinned lessons are never retired by the cap)."""
+    now = now or timezone.now()
+    caps = {
+        LessonScope.PROJECT: settings.CAIRN_LESSON_CAP_PER_PROJECT,
+        LessonScope.GLOBAL: settings.CAIRN_LESSON_CAP_GLOBAL,
+    }
+    live = Lesson.objects.filter(superseded_by__isnull=True).exclude(state=LessonState.RETIRED)
+    if workspace is not None:
+        live = live.filter(workspace=workspace)
+    groups = (
+        live.values("workspace_id", "scope", "project_digest")
+        .annotate(n=Count("id"))
+        .filter(n__gt=min(caps.values()))
+        .order_by("workspace_id", "scope", "project_digest")
+    )
+    counts: dict = defaultdict(int)
+    for group in groups:
+        excess = group["n"] - caps[group["scope"]]
+        if excess <= 0:
+            continue
+        with transaction.atomic():
+            victims = list(
+                live.select_for_update()
+                .filter(
+                    workspace_id=group["workspace_id"],
+                    scope=group["scope"],
+                    project_digest=group["project_digest"],
+                    pinned=False,
+                )
+                .select_related("workspace")
+                .order_by("confidence", "created_at", "id")[:excess]
+            )
+            for lesson in victims:
+                lesson_retire_system(
+                    lesson=lesson,
+                    actor="system:maintenance",
+                    reason=f"over the cap of {caps[group['scope']]} live {group['scope']} lessons",
+                    now=now,
+                )
+                counts["lessons_retired_by_cap"] += 1
+    return {
+        "lessons_retired_by_cap": counts["lessons_retired_by_cap"],
+        "groups_checked": len(groups),
+    }

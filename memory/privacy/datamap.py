@@ -1,0 +1,543 @@
+"""The derived-data map: every table Cairn keeps, and what export and erasure do with it.
+
+One entry per model of the ``memory`` app (plus the auth tables that hold people).
+The erasure preview, the erasure job and the export all read this map, so a
+table cannot be forgotten by one of them and handled by another; a test fails
+when a model has no entry.
+
+Each table has one **role**:
+
+* ``content``: holds what agents or people said or learned. Selectors match
+  it directly (``selectors``) and a text match searches all its text, JSON and
+  byte columns.
+* ``derived``: computed from other rows (``derived``, ``follows``); it goes
+  when the rows it was computed from go. A text match searches it too, since
+  derived rows can quote what they were computed from.
+* ``kept``: identity, configuration, operations and receipts. Never erased;
+  ``why`` says why it holds no erasable content.
+
+Content tables may also be derived from others (a consolidation summary is
+knowledge *and* derived from turns). ``cascades_from`` names FK parents whose
+deletion deletes the row in the same statement; ``follows`` names rows that
+point at another table by id without a foreign key (the confidence ledger),
+deleted in the same transaction as their target. ``lineage`` is the self-FK of
+a supersede chain: erasing a row erases the versions it superseded, or they
+would silently become current again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from django.apps import apps
+from django.db import models
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Cast
+
+from memory.lessons.evidence import confidence_rebuild
+from memory.models import Workspace
+from memory.privacy.queries import (
+    SelectFn,
+    _confidence_owners,
+    _errors_from_tool_calls,
+    _facts_from_deltas,
+    _knowledge_from_turns,
+    _ledger_for,
+    _lessons_only_from,
+    _pair_for,
+    _session_ref,
+    _umbrellas_of,
+    by,
+    by_agent,
+    text_match,
+)
+from memory.privacy.selection import Selector
+
+CONTENT = "content"
+DERIVED = "derived"
+KEPT = "kept"
+
+
+@dataclass(frozen=True)
+class ById:
+    """A polymorphic id: ``type_field`` says which table ``targets[type]`` it points into."""
+
+    type_field: str
+    targets: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Prefixed:
+    """An id inside a string, ``<prefix><id>`` (the ledger's ``outcome:42``)."""
+
+    prefix: str
+    target: str
+
+
+_LEDGER_TARGETS = ById("target_type", {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"})
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Rows of this table computed from rows of ``sources``.
+
+    ``delete``: ``rows(plan)`` are erased; it is evaluated while the sources still
+    exist (the job runs every derivation before it deletes anything directly).
+    ``rebuild``: ``owners(plan)`` lists ``(label, id)`` of rows that stay but were
+    computed partly from erased rows; the service ``rebuild_with`` removes the
+    erased part and recomputes them from what is left. After a rebuild the owner
+    no longer cites erased rows, so ``owners`` shrinks to nothing.
+    """
+
+    name: str
+    sources: tuple[str, ...]
+    how: str
+    rows: Callable[[Plan], QuerySet] | None = None
+    action: str = "delete"
+    owners: Callable[[Plan, int], list[tuple[str, int]]] | None = None
+    rebuild_with: Callable[..., dict[str, int]] | None = None
+
+    def rebuild(self, *, plan: Plan, label: str, pk: int) -> dict[str, int]:
+        return self.rebuild_with(
+            workspace=plan.workspace,
+            label=label,
+            pk=pk,
+            erased_evidence_ids=plan.erased_evidence_ids(),
+            erased_outcomes=plan.direct("memory.Outcome"),
+            erased_posted=plan.direct("memory.Evidence"),
+        )
+
+
+@dataclass(frozen=True)
+class Table:
+    label: str
+    role: str
+    why: str
+    workspace_path: str | None = "workspace"
+    selectors: Mapping[str, SelectFn] = field(default_factory=dict)
+    derived: tuple[Derivation, ...] = ()
+    cascades_from: tuple[str, ...] = ()
+    # source label → (ids → Q on this table): rows referencing deleted source ids.
+    follows: Mapping[str, Callable[[list[int]], Q]] = field(default_factory=dict)
+    lineage: str | None = None
+    # Section in the export document (None: never exported) and fields left out.
+    export: str | None = None
+    export_exclude: tuple[str, ...] = ()
+    # References by id without a foreign key, so export and import can remap them:
+    # field → "memory.X" (an id or a list of ids), ById(type_field, {type: label})
+    # (polymorphic) or Prefixed("outcome:", "memory.Outcome") (an id inside a string).
+    refs: Mapping[str, object] = field(default_factory=dict)
+    # Columns whose values are content an API response echoes back: a stored
+    # idempotency replay quoting one of them goes when the row goes.
+    quoted: tuple[str, ...] = ()
+
+    @property
+    def model(self) -> type[models.Model]:
+        return apps.get_model(self.label)
+
+    @property
+    def erasable(self) -> bool:
+        return self.role in (CONTENT, DERIVED)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+# --------------------------------------------------------------------------- derivations
+
+# Each function returns rows of its own table, computed from the *direct* matches
+# of its sources (sources are content tables; nothing is derived from a derivation
+# except through lineage, which the job expands per batch).
+
+
+# --------------------------------------------------------------------------- the map
+
+_KEPT_IDENTITY = "Identity and access: who may do what. Holds names and roles, no content."
+
+
+def _entries() -> list[Table]:
+    """Every table, in the order the erasure job visits them (children before parents
+    where it matters: rows derived from outcomes are handled before outcomes go)."""
+    return [
+        # ---- identity and access
+        Table("memory.Workspace", KEPT, _KEPT_IDENTITY, workspace_path="pk"),
+        Table("memory.Membership", KEPT, _KEPT_IDENTITY),
+        Table(
+            "auth.User",
+            KEPT,
+            "People who log in: username and password hash, no content.",
+            workspace_path="memberships__workspace",
+        ),
+        Table(
+            "memory.Agent",
+            KEPT,
+            "The agent's identity stays so its tokens can be revoked and its erasure "
+            "audited; everything it wrote is erased with the agent selector.",
+            selectors={"agent": lambda qs, sel: qs.filter(pk=sel.agent.pk)},
+            export="agents",
+        ),
+        Table(
+            "memory.ApiToken",
+            KEPT,
+            "Secrets: only a digest is stored, and it is never exported.",
+        ),
+        # ---- operations
+        Table(
+            "memory.JobRun",
+            KEPT,
+            "Operational record: kind, status, counts and ids. Erasure runs keep only the "
+            "selector's digest; pruned after CAIRN_RETENTION_JOB_RUNS_DAYS.",
+        ),
+        Table(
+            "memory.AuditEvent",
+            KEPT,
+            "The audit log never holds item content (audit_record's contract), so nothing "
+            "in it is erasable; pruned after CAIRN_RETENTION_AUDIT_DAYS.",
+        ),
+        Table(
+            "memory.ErasureReceipt",
+            KEPT,
+            "The proof of an erasure: counts per table and the selector's digest, no content.",
+        ),
+        # ---- lessons and evidence (derived from outcomes, so before outcomes go)
+        Table(
+            "memory.Lesson",
+            CONTENT,
+            "One imperative sentence earned from outcomes.",
+            selectors={"agent": by_agent(), "project": by("project_digest")},
+            derived=(
+                Derivation(
+                    "lessons_only_from_erased_outcomes",
+                    ("memory.Outcome",),
+                    "a lesson whose every evidence link is to an erased outcome goes with them",
+                    rows=_lessons_only_from,
+                ),
+            ),
+            lineage="superseded_by",
+            export="lessons",
+            quoted=("text",),
+        ),
+        Table(
+            "memory.LessonEvidence",
+            DERIVED,
+            "Links from a lesson to the outcomes that support or contradict it.",
+            workspace_path="lesson__workspace",
+            cascades_from=("memory.Lesson", "memory.Outcome"),
+            export="lesson_evidence",
+        ),
+        Table(
+            "memory.Evidence",
+            CONTENT,
+            "Evidence agents posted (diff accepted, user confirmed, self report).",
+            selectors={"agent": by_agent()},
+            follows={
+                "memory.Lesson": _ledger_for("lesson"),
+                "memory.Knowledge": _ledger_for("knowledge"),
+            },
+            export="evidence",
+            refs={"target_id": _LEDGER_TARGETS},
+        ),
+        Table(
+            "memory.ConfidenceChange",
+            DERIVED,
+            "The evidence ledger: one row per confidence change of a lesson or item.",
+            follows={
+                "memory.Lesson": _ledger_for("lesson"),
+                "memory.Knowledge": _ledger_for("knowledge"),
+            },
+            derived=(
+                Derivation(
+                    "confidence_without_erased_evidence",
+                    ("memory.Outcome", "memory.Evidence"),
+                    "a lesson or item that keeps other evidence is recomputed from what is "
+                    "left; ledger rows citing erased evidence lose the citation",
+                    action="rebuild",
+                    owners=_confidence_owners,
+                    rebuild_with=confidence_rebuild,
+                ),
+            ),
+            export="confidence_changes",
+            refs={
+                "target_id": _LEDGER_TARGETS,
+                "evidence_id": Prefixed("outcome:", "memory.Outcome"),
+            },
+        ),
+        Table(
+            "memory.Outcome",
+            CONTENT,
+            "One agent turn as the harness saw it (approach, checks, targets).",
+            selectors={
+                "agent": by_agent(),
+                "project": by("project_digest"),
+                "context": by("context"),
+                "session": by("session_id"),
+            },
+            export="outcomes",
+            quoted=("approach", "checks"),
+        ),
+        # ---- knowledge and raw history
+        Table(
+            "memory.Knowledge",
+            CONTENT,
+            "What agents and people remember, with its embedding and full-text vector "
+            "(columns of the row: deleting the row deletes them).",
+            selectors={
+                "agent": by_agent(),
+                "entity": by("entity"),
+                "context": by("context"),
+                "session": lambda qs, sel: (
+                    qs.filter(metadata__session_id=sel.value)
+                    | _session_ref("metadata", "sessions")(qs, sel)
+                ),
+            },
+            derived=(
+                Derivation(
+                    "knowledge_from_turns",
+                    ("memory.ConversationTurn",),
+                    "consolidation summaries and extracted items name their source sessions "
+                    "(metadata.session_id or metadata.sessions)",
+                    rows=_knowledge_from_turns,
+                ),
+                Derivation(
+                    "errors_from_tool_calls",
+                    ("memory.ToolCall",),
+                    "an error item is built from failed tool calls on its operation_key",
+                    rows=_errors_from_tool_calls,
+                ),
+            ),
+            lineage="superseded_by",
+            export="knowledge",
+            export_exclude=("embedding", "search_vector"),
+            quoted=("content", "entity", "metadata"),
+        ),
+        Table(
+            "memory.ConversationTurn",
+            CONTENT,
+            "Raw conversation turns; pruned after CAIRN_RETENTION_RAW_DAYS.",
+            selectors={
+                "agent": by_agent(),
+                "context": by("context"),
+                "session": by("session_id"),
+            },
+            export="conversation_turns",
+            export_exclude=("search_vector",),
+            quoted=("content",),
+        ),
+        Table(
+            "memory.ToolCall",
+            CONTENT,
+            "Raw tool calls with their errors; pruned after CAIRN_RETENTION_RAW_DAYS.",
+            selectors={"agent": by_agent(), "session": by("session_id")},
+            export="tool_calls",
+            quoted=("error",),
+        ),
+        # ---- skills and learned deltas
+        Table(
+            "memory.Skill",
+            KEPT,
+            "An authored skill is a document people register and manage; learned content "
+            "lives in deltas.",
+            selectors={"skill": by("name")},
+            export="skills",
+        ),
+        Table(
+            "memory.SkillVersion",
+            KEPT,
+            "Immutable authored SKILL.md versions; people replace them, erasure does not.",
+            workspace_path="skill__workspace",
+            selectors={"skill": by("skill__name")},
+            export="skill_versions",
+        ),
+        Table(
+            "memory.AgentTool",
+            KEPT,
+            "The agent's declared tool registry: configuration, no content.",
+            selectors={"agent": by_agent()},
+            export="agent_tools",
+        ),
+        Table(
+            "memory.LearnedFact",
+            CONTENT,
+            "Tier-0 learned values tools read directly.",
+            selectors={"agent": by_agent(), "session": _session_ref("provenance", "turns")},
+            derived=(
+                Derivation(
+                    "facts_from_deltas",
+                    ("memory.SkillDelta",),
+                    "a fact learned by the same agent from a turn an erased delta cites",
+                    rows=_facts_from_deltas,
+                ),
+            ),
+            lineage="superseded_by",
+            export="learned_facts",
+            quoted=("key", "value"),
+        ),
+        Table(
+            "memory.SkillDelta",
+            CONTENT,
+            "Learned adjustments; their payload can quote what they were learned from. "
+            "Cached effective skills (Redis) quote them too and are forgotten with them.",
+            selectors={
+                "agent": by_agent(),
+                "session": _session_ref("provenance", "turns"),
+                "skill": by("skill__name"),
+            },
+            derived=(
+                Derivation(
+                    "umbrellas_of_erased_deltas",
+                    ("memory.SkillDelta",),
+                    "a consolidation umbrella is written from its members' payloads",
+                    rows=_umbrellas_of,
+                ),
+            ),
+            lineage="superseded_by",
+            export="skill_deltas",
+            export_exclude=("trigger_embedding", "payload_embedding"),
+            quoted=("payload", "trigger_text", "findings"),
+        ),
+        Table(
+            "memory.OrphanNotice",
+            KEPT,
+            "A count of orphaned deltas per skill version, for the UI; no content.",
+        ),
+        Table(
+            "memory.FeedbackSample",
+            CONTENT,
+            "Trust-ledger samples an agent posted (action type, scope, delta ids).",
+            selectors={"agent": by_agent()},
+            export="feedback_samples",
+            refs={"delta_ids": "memory.SkillDelta"},
+        ),
+        # ---- review state
+        Table(
+            "memory.ReviewItem",
+            DERIVED,
+            "A conflicting pair a job could not settle, waiting for a person: it points at "
+            "two lessons or items by id and goes when either of them is erased.",
+            follows={
+                "memory.Lesson": _pair_for("lesson"),
+                "memory.Knowledge": _pair_for("knowledge"),
+            },
+        ),
+        Table(
+            "memory.ProjectLabel",
+            CONTENT,
+            "A person's name for a project digest; a project erasure takes the name too.",
+            selectors={"project": by("project_digest")},
+            export="project_labels",
+        ),
+        # ---- replays (last: other steps delete the records that quote their rows)
+        Table(
+            "memory.IdempotencyRecord",
+            DERIVED,
+            "Replays of write responses, which quote what was written: erased with the "
+            "agent, by a text match, and with any erased row whose text they quote.",
+            selectors={"agent": by_agent()},
+        ),
+    ]
+
+
+def _build() -> dict[str, Table]:
+    tables = {t.label: t for t in _entries()}
+    for label in tables:
+        apps.get_model(label)  # a mistyped label fails here, loudly
+    return tables
+
+
+class _Tables(Mapping):
+    """The map, built on first use: the app registry must be ready before models resolve."""
+
+    _data: dict[str, Table] | None = None
+
+    def _tables(self) -> dict[str, Table]:
+        if self._data is None:
+            self._data = _build()
+        return self._data
+
+    def __getitem__(self, key: str) -> Table:
+        return self._tables()[key]
+
+    def __iter__(self):
+        return iter(self._tables())
+
+    def __len__(self) -> int:
+        return len(self._tables())
+
+
+TABLES: Mapping[str, Table] = _Tables()
+
+
+def table_for(model: type[models.Model]) -> Table | None:
+    return TABLES.get(model._meta.label)
+
+
+def erasable_tables() -> list[Table]:
+    return [t for t in TABLES.values() if t.erasable]
+
+
+def followers_of(label: str) -> list[tuple[Table, Callable[[list[int]], Q]]]:
+    return [(t, t.follows[label]) for t in TABLES.values() if label in t.follows]
+
+
+class Plan:
+    """The rows one selector reaches in one workspace, table by table (all lazy SQL)."""
+
+    def __init__(self, *, workspace: Workspace, selector: Selector):
+        self.workspace = workspace
+        self.selector = selector
+
+    def scoped(self, label: str) -> QuerySet:
+        table = TABLES[label]
+        qs = table.model._default_manager.all()
+        if table.workspace_path:
+            qs = qs.filter(**{table.workspace_path: self.workspace.pk})
+        return qs
+
+    def direct(self, label: str) -> QuerySet:
+        """Rows of ``label`` the selector matches itself (empty for derived/kept tables)."""
+        table = TABLES[label]
+        if not table.erasable:
+            return table.model._default_manager.none()
+        kind = self.selector.kind
+        if kind == "text":
+            return text_match(self.scoped(label), self.selector)
+        if kind == "workspace":
+            return self.scoped(label)
+        select = table.selectors.get(kind)
+        if select is None:
+            return table.model._default_manager.none()
+        return select(self.scoped(label), self.selector)
+
+    def derivations(self) -> Iterable[tuple[Table, Derivation]]:
+        """Every derivation whose source tables exist, in map order."""
+        for table in TABLES.values():
+            for derivation in table.derived:
+                if all(source in TABLES for source in derivation.sources):
+                    yield table, derivation
+
+    def going(self, label: str) -> Q:
+        """Rows of ``label`` the job deletes: direct matches and delete-derivations
+        (lineage is expanded per batch by the job and not included here)."""
+        table = TABLES[label]
+        q = Q(pk__in=self.direct(label).values("pk"))
+        for derivation in table.derived:
+            if derivation.action == "delete" and all(s in TABLES for s in derivation.sources):
+                q |= Q(pk__in=derivation.rows(self).values("pk"))
+        return q
+
+    def erased_evidence_ids(self) -> QuerySet:
+        """Ledger ``evidence_id`` values that cite an erased outcome or posted evidence."""
+        from django.db.models.functions import Concat
+
+        cited = self.direct("memory.Outcome").annotate(
+            cite=Concat(
+                models.Value("outcome:"),
+                Cast("pk", models.TextField()),
+                output_field=models.TextField(),
+            )
+        )
+        return cited.values("cite").union(self.direct("memory.Evidence").values("evidence_id"))

@@ -1,0 +1,530 @@
+"""Erasure: the one operation that really deletes (SPEC principle 4).
+
+Learning retirement (supersede, retire, archive, reset, decay) keeps rows so
+lineage stays auditable. Erasure is a separate, admin-only operation for "forget
+this": it deletes the rows a selector reaches, the rows derived from them, their
+vectors (columns of those rows) and cached renderings, reclaims the dead tuples,
+and leaves a receipt with counts and no content. What is erased from where is
+decided by one map, ``memory.privacy.datamap``; the preview and the job both read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.apps import apps
+from django.conf import settings
+from django.db import connection, models, transaction
+from django.db.models import QuerySet
+from django.db.models.deletion import Collector
+from django.utils import timezone
+
+from cairn.errors import ApplicationError
+from memory.core.actors import Actor
+from memory.core.audit import audit_record
+from memory.core.jobs import job_enqueue, job_progress, job_run_create
+from memory.core.locks import advisory_lock_blocking
+from memory.models import (
+    ErasureReceipt,
+    ErasureStatus,
+    IdempotencyRecord,
+    JobRun,
+    Workspace,
+)
+from memory.privacy.datamap import TABLES, Derivation, Plan, Table, erasable_tables, followers_of
+from memory.privacy.exports import export_files_forget
+from memory.privacy.queries import text_match
+from memory.privacy.selection import ERASURE_SELECTORS, Selector, _bad, selector_from_message
+from memory.skills.effective import effective_skill_cache_forget
+
+logger = logging.getLogger(__name__)
+
+# A quoted string this long or longer in a stored response is taken as a quote of
+# the erased row (shorter ones, like "global", would match unrelated responses).
+QUOTE_MIN_CHARS = 8
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+# --------------------------------------------------------------------------- steps
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pass of the job: rows of ``table`` to delete (or to rebuild their owner)."""
+
+    table: Table
+    name: str
+    rows: Callable[[], QuerySet]
+    derivation: Derivation | None = None
+
+
+def erasure_steps(plan: Plan) -> list[Step]:
+    """Derivations first (they read their sources, which the direct steps delete),
+    then every erasable table's direct matches, in map order."""
+    steps: list[Step] = []
+    for table, derivation in plan.derivations():
+        if derivation.action == "rebuild":
+            steps.append(Step(table, derivation.name, lambda: None, derivation))
+        else:
+            steps.append(
+                Step(table, derivation.name, (lambda d=derivation: d.rows(plan)), derivation)
+            )
+    for table in erasable_tables():
+        if plan.selector.kind == "text" or plan.selector.kind in table.selectors:
+            steps.append(Step(table, "direct", (lambda t=table: plan.direct(t.label))))
+    return steps
+
+
+def _lineage(model: type[models.Model], field_name: str | None, ids: set[int]) -> set[int]:
+    """``ids`` and every earlier version that a chain of ``field_name`` leads to them."""
+    if not field_name:
+        return ids
+    out = set(ids)
+    frontier = set(ids)
+    while frontier:
+        older = set(
+            model._default_manager.filter(**{f"{field_name}__in": frontier})
+            .exclude(pk__in=out)
+            .values_list("pk", flat=True)
+        )
+        out |= older
+        frontier = older
+    return out
+
+
+def _strings(value) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for inner in value.values():
+            yield from _strings(inner)
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            yield from _strings(inner)
+
+
+def _quotes(table: Table, ids: Iterable[int]) -> set[str]:
+    """The table's ``quoted`` values of these rows, as the JSON strings a stored API
+    response would hold them in (the same escaping DRF uses, and the ASCII one)."""
+    if not table.quoted:
+        return set()
+    quotes: set[str] = set()
+    rows = table.model._default_manager.filter(pk__in=ids).values_list(*table.quoted)
+    for row in rows:
+        for value in row:
+            for text in _strings(value):
+                if len(text) >= QUOTE_MIN_CHARS:
+                    quotes.add(json.dumps(text, ensure_ascii=False))
+                    quotes.add(json.dumps(text))
+    return quotes
+
+
+def _idempotency_quoting(workspace: Workspace, quotes: set[str]) -> QuerySet:
+    from django.db.models.expressions import RawSQL
+
+    if not quotes:
+        return IdempotencyRecord.objects.none()
+    quoting = RawSQL(
+        "EXISTS (SELECT 1 FROM unnest(%s::text[]) AS q(s) "
+        'WHERE strpos(convert_from("memory_idempotencyrecord"."response_body", \'UTF8\'), q.s) > 0)',
+        [sorted(quotes)],
+        output_field=models.BooleanField(),
+    )
+    return IdempotencyRecord.objects.filter(quoting, workspace=workspace)
+
+
+# --------------------------------------------------------------------------- preview
+
+
+@dataclass
+class ErasurePreview:
+    selector: Selector
+    counts: dict[str, int] = field(default_factory=dict)  # label → rows to delete
+    recompute: dict[str, int] = field(default_factory=dict)  # label → rows rebuilt
+    kept_matches: dict[str, int] = field(default_factory=dict)  # text found in kept tables
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "counts": dict(sorted(self.counts.items())),
+            "recompute": dict(sorted(self.recompute.items())),
+            "kept_matches": dict(sorted(self.kept_matches.items())),
+            "total": self.total,
+        }
+
+
+def erasure_preview(*, workspace: Workspace, selector: Selector) -> ErasurePreview:
+    """Count what an erasure would delete, per table, without deleting anything.
+
+    The same steps as the job, materialised as id sets: derivations, direct
+    matches, lineage, rows that follow by id, rows that quote the content in
+    stored responses, and foreign-key cascades (Django's own collector).
+    """
+    plan = Plan(workspace=workspace, selector=selector)
+    ids: dict[str, set[int]] = defaultdict(set)
+    owners: dict[str, set[int]] = defaultdict(set)
+    for step in erasure_steps(plan):
+        if step.derivation is not None and step.derivation.action == "rebuild":
+            for label, pk in step.derivation.owners(plan, 10**9):
+                owners[label].add(pk)
+        else:
+            ids[step.table.label] |= set(step.rows().values_list("pk", flat=True))
+    for label in list(ids):
+        table = TABLES[label]
+        ids[label] = _lineage(table.model, table.lineage, ids[label])
+    for label in list(ids):
+        for follower, q in followers_of(label):
+            if ids[label]:
+                ids[follower.label] |= set(
+                    follower.model._default_manager.filter(q(sorted(ids[label]))).values_list(
+                        "pk", flat=True
+                    )
+                )
+    quotes: set[str] = set()
+    for label, pks in ids.items():
+        if pks and label != "memory.IdempotencyRecord":
+            quotes |= _quotes(TABLES[label], pks)
+    ids["memory.IdempotencyRecord"] |= set(
+        _idempotency_quoting(workspace, quotes).values_list("pk", flat=True)
+    )
+    preview = ErasurePreview(selector=selector)
+    collector = Collector(using="default", origin=None)
+    for label, pks in ids.items():
+        if pks:
+            collector.collect(TABLES[label].model._default_manager.filter(pk__in=pks))
+    counted: dict[str, set] = defaultdict(set)
+    for model, instances in collector.data.items():
+        counted[model._meta.label] |= {obj.pk for obj in instances}
+    for qs in collector.fast_deletes:
+        counted[qs.model._meta.label] |= set(qs.values_list("pk", flat=True))
+    preview.counts = {label: len(pks) for label, pks in counted.items() if pks}
+    for owner_label, owner_ids in owners.items():
+        kept = owner_ids - counted.get(owner_label, set())
+        if kept:
+            preview.recompute[owner_label] = len(kept)
+    if selector.kind == "text":
+        preview.kept_matches = _kept_matches(workspace, selector)
+    return preview
+
+
+def _kept_matches(workspace: Workspace, selector: Selector) -> dict[str, int]:
+    """A text match found in tables erasure keeps: shown so nobody is surprised."""
+
+    out = {}
+    for table in TABLES.values():
+        if table.erasable or table.workspace_path is None or table.label == "auth.User":
+            continue
+        qs = table.model._default_manager.filter(**{table.workspace_path: workspace.pk})
+        count = text_match(qs, selector).count()
+        if count:
+            out[table.label] = count
+    return out
+
+
+# --------------------------------------------------------------------------- request
+
+
+@transaction.atomic
+def erasure_request(
+    *,
+    workspace: Workspace,
+    selector: Selector,
+    confirm,
+    actor: Actor,
+    reason: str = "",
+) -> ErasureReceipt:
+    """Queue an erasure: typed confirmation, a receipt, a job run, the task on commit.
+
+    1. ``confirm`` must be the workspace's name, typed (422 naming ``confirm``).
+    2. The receipt and job run keep the selector's digest form only; the value
+       itself travels in the task message and is never stored.
+    3. The request is audited before anything is deleted.
+    """
+    if selector.kind not in ERASURE_SELECTORS:
+        raise _bad("selector", f"{selector.kind} is not an erasure selector.")
+    if not isinstance(confirm, str) or confirm.strip() != workspace.name:
+        raise ApplicationError(
+            f"Type the workspace name ({workspace.name}) in confirm to erase: erasure deletes "
+            "for good and cannot be undone.",
+            code="confirmation_required",
+            fields={"confirm": [f"must be {workspace.name!r}"]},
+        )
+    form = selector.receipt()
+    run = job_run_create(kind="erasure", workspace=workspace, params=form, requested_by=actor.label)
+    receipt = ErasureReceipt.objects.create(
+        workspace=workspace,
+        workspace_name=workspace.name,
+        job_run=run,
+        requested_by=actor.label[:200],
+        reason=(reason or "")[:500],
+        selector=form,
+    )
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="erasure.request",
+        target_type="erasure_receipt",
+        target_id=receipt.pk,
+        reason=reason,
+        details={"selector": form, "job_run": run.pk},
+    )
+    message = {"kind": selector.kind, "value": selector.value}
+    job_enqueue("memory.tasks.erasure_run", run, message)
+    return receipt
+
+
+# --------------------------------------------------------------------------- the job
+
+
+class _Tally:
+    def __init__(self, run: JobRun | None, total: int):
+        self.run = run
+        self.total = total
+        self.done = 0
+        self.counts: dict[str, int] = defaultdict(int)
+        self.agents_with_deltas: set[int] = set()
+        self.rebuilt: dict[str, int] = defaultdict(int)
+
+    def add(self, counts: dict[str, int]) -> None:
+        for label, n in counts.items():
+            if n:
+                self.counts[label] += n
+                self.done += n
+        if self.run is not None:
+            job_progress(run=self.run, done=min(self.done, self.total), total=self.total)
+
+
+def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tally) -> None:
+    """Delete one batch with its lineage, the rows that follow it by id, and the
+    stored responses that quote it, in one transaction."""
+    model = table.model
+    with transaction.atomic():
+        ids = _lineage(model, table.lineage, ids)
+        ids = set(
+            model._default_manager.select_for_update()
+            .filter(pk__in=ids)
+            .values_list("pk", flat=True)
+        )
+        if not ids:
+            return
+        quotes = _quotes(table, ids)
+        if table.label == "memory.SkillDelta":
+            tally.agents_with_deltas |= set(
+                model._default_manager.filter(pk__in=ids).values_list("agent_id", flat=True)
+            )
+        counts: dict[str, int] = defaultdict(int)
+        for follower, q in followers_of(table.label):
+            _, deleted = follower.model._default_manager.filter(q(sorted(ids))).delete()
+            for label, n in deleted.items():
+                counts[label] += n
+        _, deleted = model._default_manager.filter(pk__in=ids).delete()
+        for label, n in deleted.items():
+            counts[label] += n
+        if quotes:
+            _, deleted = _idempotency_quoting(workspace, quotes).delete()
+            for label, n in deleted.items():
+                counts[label] += n
+    tally.add(counts)
+
+
+def _run_step(workspace: Workspace, plan: Plan, step: Step, tally: _Tally) -> None:
+    """Loop until the step's query matches nothing: never a silent first N."""
+    batch = settings.CAIRN_ERASURE_BATCH
+    previous: list | None = None
+    derivation = step.derivation
+    while True:
+        if derivation is not None and derivation.action == "rebuild":
+            owners = derivation.owners(plan, batch)
+            if not owners:
+                return
+            if owners == previous:
+                raise RuntimeError(f"erasure step {step.name} made no progress")
+            previous = owners
+            for label, pk in owners:
+                tally.add(derivation.rebuild(plan=plan, label=label, pk=pk))
+                tally.rebuilt[label] += 1
+            continue
+        ids = list(step.rows().order_by("pk").values_list("pk", flat=True)[:batch])
+        if not ids:
+            return
+        if ids == previous:
+            raise RuntimeError(f"erasure step {step.name} made no progress")
+        previous = ids
+        _delete_batch(workspace, step.table, set(ids), tally)
+
+
+def _left(plan: Plan, step: Step) -> int:
+    if step.derivation is not None and step.derivation.action == "rebuild":
+        return len(step.derivation.owners(plan, 10**9))
+    return step.rows().count()
+
+
+def erasure_execute(*, workspace: Workspace, selector: Selector, run: JobRun | None = None) -> dict:
+    """Erase everything ``selector`` reaches in ``workspace``; returns the receipt body.
+
+    1. Preview (for the progress total), then run every step in batches until
+       its query is empty: derivations, then direct matches per table.
+    2. Re-check every step up to CAIRN_ERASURE_VERIFY_PASSES times for rows that
+       matched while the job ran; anything still matching is reported, never hidden.
+    3. Forget cached effective skills of agents whose deltas went, delete export
+       files of the workspace (they may hold erased rows), and VACUUM the tables
+       touched (outside any transaction, on its own autocommit connection).
+    """
+    plan = Plan(workspace=workspace, selector=selector)
+    preview = erasure_preview(workspace=workspace, selector=selector)
+    tally = _Tally(run, preview.total)
+    steps = erasure_steps(plan)
+    with advisory_lock_blocking(f"erasure:{workspace.pk}"):
+        for step in steps:
+            _run_step(workspace, plan, step, tally)
+        # Rows that came to match while the job ran (concurrent writes) get the
+        # same treatment; whatever still matches after the passes is reported.
+        for _ in range(settings.CAIRN_ERASURE_VERIFY_PASSES):
+            again = [step for step in steps if _left(plan, step)]
+            if not again:
+                break
+            for step in again:
+                _run_step(workspace, plan, step, tally)
+        remaining: dict[str, int] = defaultdict(int)
+        for step in steps:
+            left = _left(plan, step)
+            if left:
+                remaining[step.table.label] += left
+
+    effects = {
+        "cache_keys": effective_skill_cache_forget(
+            workspace_id=workspace.pk, agent_ids=sorted(tally.agents_with_deltas)
+        ),
+        "export_files": export_files_forget(workspace=workspace),
+    }
+    counts = dict(sorted(tally.counts.items()))
+    vacuum = vacuum_tables(labels=list(counts))
+    effects["vacuumed"] = vacuum["vacuumed"]
+    effects["vacuum_skipped_busy"] = vacuum["skipped"]
+    effects["rebuilt"] = dict(sorted(tally.rebuilt.items()))
+    return {
+        "preview": preview.as_dict(),
+        "counts": counts,
+        "effects": effects,
+        "remaining": dict(remaining),
+    }
+
+
+def vacuum_tables(*, labels: Iterable[str]) -> dict[str, list[str]]:
+    """VACUUM (ANALYZE) each table so the dead tuples of erased rows are reclaimed.
+
+    VACUUM cannot run inside a transaction block, so it gets its own autocommit
+    connection (the job's connection may be inside one, e.g. under tests).
+    SKIP_LOCKED: a table another VACUUM (usually autovacuum) holds is being
+    vacuumed already; waiting for it would only make the erasure slower.
+    Truncating empty pages at the end of a table waits up to 5 s for other
+    transactions' locks (CAIRN_ERASURE_VACUUM_TRUNCATE turns it off).
+    Returns the tables vacuumed and those skipped that way.
+    """
+    import psycopg
+
+    tables = []
+    for label in labels:
+        try:
+            tables.append(apps.get_model(label)._meta.db_table)
+        except LookupError:
+            continue
+    tables = sorted(set(tables))
+    done: dict[str, list[str]] = {"vacuumed": [], "skipped": []}
+    if not tables:
+        return done
+    params = {
+        k: v
+        for k, v in connection.get_connection_params().items()
+        if k not in ("cursor_factory", "context", "prepare_threshold")
+    }
+    options = "SKIP_LOCKED, ANALYZE"
+    if not settings.CAIRN_ERASURE_VACUUM_TRUNCATE:
+        options += ", TRUNCATE false"
+    notices: list[str] = []
+    with psycopg.connect(**params, autocommit=True) as conn:
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        for table in tables:
+            notices.clear()
+            conn.execute(f'VACUUM ({options}) "{table}"')
+            skipped = any("skipping" in message for message in notices)
+            done["skipped" if skipped else "vacuumed"].append(table)
+    return done
+
+
+def receipt_digest(receipt: ErasureReceipt) -> str:
+    body = {
+        "id": receipt.pk,
+        "workspace": receipt.workspace_name,
+        "requested_by": receipt.requested_by,
+        "requested_at": receipt.requested_at.isoformat() if receipt.requested_at else None,
+        "finished_at": receipt.finished_at.isoformat() if receipt.finished_at else None,
+        "selector": receipt.selector,
+        "counts": receipt.counts,
+        "effects": receipt.effects,
+        "remaining": receipt.remaining,
+    }
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def erasure_job(*, run: JobRun, message: dict) -> dict:
+    """The task body: mark the receipt running, erase, seal the receipt, audit."""
+    workspace = run.workspace
+    receipt = ErasureReceipt.objects.get(job_run=run)
+    ErasureReceipt.objects.filter(pk=receipt.pk).update(
+        status=ErasureStatus.RUNNING, started_at=timezone.now()
+    )
+    selector = selector_from_message(workspace=workspace, message=message)
+    try:
+        body = erasure_execute(workspace=workspace, selector=selector, run=run)
+    except Exception:
+        ErasureReceipt.objects.filter(pk=receipt.pk).update(
+            status=ErasureStatus.FAILED, finished_at=timezone.now()
+        )
+        audit_record(
+            workspace=workspace,
+            actor="system:erasure",
+            action="erasure.fail",
+            target_type="erasure_receipt",
+            target_id=receipt.pk,
+        )
+        raise
+    receipt.refresh_from_db()
+    receipt.preview = body["preview"]["counts"]
+    receipt.counts = body["counts"]
+    receipt.effects = body["effects"]
+    receipt.remaining = body["remaining"]
+    receipt.status = ErasureStatus.COMPLETED
+    receipt.finished_at = timezone.now()
+    receipt.digest = receipt_digest(receipt)
+    receipt.save()
+    audit_record(
+        workspace=workspace,
+        actor="system:erasure",
+        action="erasure.complete",
+        target_type="erasure_receipt",
+        target_id=receipt.pk,
+        details={
+            "selector": receipt.selector,
+            "rows": sum(receipt.counts.values()),
+            "remaining": sum(receipt.remaining.values()),
+            "digest": receipt.digest,
+        },
+    )
+    run.counts = receipt.counts
+    run.result = {"receipt": receipt.pk, "digest": receipt.digest, "remaining": receipt.remaining}
+    return body
+
+
+# --------------------------------------------------------------------------- rebuilds

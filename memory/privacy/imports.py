@@ -1,0 +1,299 @@
+"""Import an export document into an empty workspace, remapping ids."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import models, transaction
+from django.utils.dateparse import parse_datetime
+
+from cairn.errors import ApplicationError
+from memory.core.actors import Actor
+from memory.core.audit import audit_record
+from memory.core.embedders import EmbeddingError
+from memory.core.embeddings import get_embedder
+from memory.models import Knowledge, SkillDelta, Workspace
+from memory.privacy.datamap import ById
+from memory.privacy.exports import FORMAT, VERSION, Section, export_sections
+from memory.skills.skillmd import delta_line
+
+
+@dataclass
+class _Loaded:
+    header: dict
+    sections: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def _load(path: Path) -> _Loaded:
+    with open(path, encoding="utf-8") as fh:
+        first = fh.read(1)
+        fh.seek(0)
+        if first != "{":
+            raise ApplicationError("Not a Cairn export file.", fields={"file": ["invalid"]})
+        head = fh.readline()
+        try:
+            line = json.loads(head)
+        except json.JSONDecodeError:
+            line = None
+        if isinstance(line, dict) and line.get("type") == "header":
+            loaded = _Loaded(header=line)
+            for raw in fh:
+                if not raw.strip():
+                    continue
+                item = json.loads(raw)
+                if item.get("type") == "record":
+                    loaded.sections.setdefault(item["section"], []).append(item["record"])
+            return loaded
+        fh.seek(0)
+        document = json.load(fh)
+    sections = document.pop("sections", {})
+    loaded = _Loaded(header=document)
+    for name, body in sections.items():
+        loaded.sections[name] = body.get("records", [])
+    return loaded
+
+
+def _is_empty(workspace: Workspace) -> bool:
+    for section in export_sections():
+        if section.table.label == "memory.Agent":
+            continue  # agents are matched by name
+        if (
+            section.table.workspace_path
+            and section.model._default_manager.filter(
+                **{section.table.workspace_path: workspace}
+            ).exists()
+        ):
+            return False
+    return True
+
+
+def _parse(f: models.Field, value):
+    if value is None:
+        return None
+    if isinstance(f, models.DateTimeField):
+        return parse_datetime(value)
+    if isinstance(f, models.DateField):
+        return dt.date.fromisoformat(value)
+    return value
+
+
+@transaction.atomic
+def export_import(*, workspace: Workspace, path: Path, actor: Actor) -> dict[str, int]:
+    """Load an export into an EMPTY workspace; returns rows created per section.
+
+    1. Refuse (422) a workspace that already holds learned data, and files that
+       are not a Cairn export of a known version.
+    2. Create sections in order, mapping every exported id to the new row's id;
+       self references (supersede chains) are inserted newest first so the
+       "one current row" constraints hold at every insert.
+    3. Restore timestamps, many-to-many links, and recompute embeddings.
+    """
+    loaded = _load(Path(path))
+    if loaded.header.get("format") != FORMAT or loaded.header.get("version") != VERSION:
+        raise ApplicationError(
+            f"Not a {FORMAT} version {VERSION} file.", fields={"file": ["unsupported"]}
+        )
+    if not _is_empty(workspace):
+        raise ApplicationError(
+            f"Workspace {workspace.name!r} already holds data; import only into an empty one.",
+            code="workspace_not_empty",
+            fields={"workspace": ["not empty"]},
+        )
+    idmap: dict[str, dict[int, int]] = defaultdict(dict)
+    created: dict[str, int] = {}
+    sections = export_sections()
+    position = {s.table.label: i for i, s in enumerate(sections)}
+    for index, section in enumerate(sections):
+        forward = [
+            f
+            for f in section.fields
+            if f.is_relation and f.null and position.get(f.related_model._meta.label, -1) > index
+        ]
+        records = loaded.sections.get(section.name, [])
+        created[section.name] = _import_section(workspace, section, records, idmap, forward)
+    for index, section in enumerate(sections):
+        for f in section.fields:
+            if f.is_relation and f.null and position.get(f.related_model._meta.label, -1) > index:
+                _fill_forward(section, f, loaded.sections.get(section.name, []), idmap)
+    for section in export_sections():
+        for f in section.m2m:
+            through = f.remote_field.through
+            src = f.m2m_field_name() + "_id"
+            dst = f.m2m_reverse_field_name() + "_id"
+            target = idmap[f.related_model._meta.label]
+            rows = []
+            for record in loaded.sections.get(section.name, []):
+                mine = idmap[section.table.label].get(record["id"])
+                for other in record.get(f.name) or []:
+                    if mine and other in target:
+                        rows.append(through(**{src: mine, dst: target[other]}))
+            through.objects.bulk_create(rows, ignore_conflicts=True)
+    _reembed(idmap, loaded)
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="export.import",
+        target_type="workspace",
+        target_id=workspace.pk,
+        details={
+            "counts": created,
+            "from_workspace": loaded.header.get("workspace", {}).get("name", ""),
+        },
+    )
+    return created
+
+
+def _import_section(
+    workspace: Workspace,
+    section: Section,
+    records: list[dict],
+    idmap: dict[str, dict[int, int]],
+    forward: list[models.Field],
+) -> int:
+    """Insert one section's records; rows whose required reference is missing
+    (outside a partial export) are skipped. Returns rows created."""
+    model = section.model
+    label = section.table.label
+    if label == "memory.Agent":
+        for record in records:
+            agent, _ = model._default_manager.get_or_create(
+                workspace=workspace, name=record["name"]
+            )
+            idmap[label][record["id"]] = agent.pk
+        return len(records)
+    has_workspace = any(f.name == "workspace" for f in model._meta.concrete_fields)
+    self_refs = [f.name for f in section.fields if f.is_relation and f.related_model is model]
+    timestamps = [
+        f
+        for f in section.fields
+        if isinstance(f, models.DateTimeField) and (f.auto_now or f.auto_now_add)
+    ]
+    made: list[tuple[dict, models.Model]] = []
+    # Rows go in id order, so ids keep their relative order. A self reference to a
+    # later row (a superseded version pointing at its successor) is filled in when
+    # that row arrives; the earlier row first points at itself ("steps aside", as
+    # fact_put does) so "one current row" constraints hold at every insert.
+    waiting: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: r["id"]):
+        kwargs = {}
+        later: list[tuple[str, int]] = []
+        for f in section.fields:
+            value = record.get(f.name)
+            if f.is_relation:
+                target = None
+                if value is not None and f not in forward:
+                    target = idmap[f.related_model._meta.label].get(value)
+                    if target is None and f.name in self_refs and value >= record["id"]:
+                        later.append((f.attname, value))
+                if target is None and not f.null:
+                    break
+                kwargs[f.attname] = target
+            elif f.name in section.table.refs:
+                mapped = _remap(section.table.refs[f.name], value, record, idmap)
+                if mapped is _DANGLING:
+                    break
+                kwargs[f.attname] = mapped
+            else:
+                kwargs[f.attname] = _parse(f, value)
+        else:
+            for pk, attname in waiting.get(record["id"], []):
+                model._default_manager.filter(pk=pk).update(**{attname: pk})
+            if has_workspace:
+                kwargs["workspace_id"] = workspace.pk
+            obj = model(**kwargs)
+            obj.save(force_insert=True)
+            idmap[label][record["id"]] = obj.pk
+            made.append((record, obj))
+            for attname, target in later:
+                waiting[target].append((obj.pk, attname))
+            for pk, attname in waiting.pop(record["id"], []):
+                model._default_manager.filter(pk=pk).update(**{attname: obj.pk})
+    if timestamps and made:
+        # auto_now(_add) overwrote them on insert; bulk_update writes values as given.
+        for record, obj in made:
+            for f in timestamps:
+                value = _parse(f, record.get(f.name))
+                if value is not None:
+                    setattr(obj, f.attname, value)
+        model._default_manager.bulk_update([obj for _, obj in made], [f.name for f in timestamps])
+    return len(made)
+
+
+_DANGLING = object()
+
+
+def _remap(spec, value, record: dict, idmap: dict[str, dict[int, int]]):
+    """An id reference without a foreign key, in the importing workspace's ids.
+
+    A reference to a row outside the export is dangling: the record is skipped
+    for a single id, dropped from a list, and left as written inside a string.
+    """
+    if value is None:
+        return None
+    if isinstance(spec, str):
+        if isinstance(value, list):
+            return [idmap[spec][v] for v in value if v in idmap[spec]]
+        return idmap[spec].get(value, _DANGLING)
+    if isinstance(spec, ById):
+        label = spec.targets.get(record.get(spec.type_field))
+        return idmap[label].get(value, _DANGLING) if label else _DANGLING
+    if isinstance(value, str) and value.startswith(spec.prefix):
+        rest = value[len(spec.prefix) :]
+        if rest.isdigit() and int(rest) in idmap[spec.target]:
+            return f"{spec.prefix}{idmap[spec.target][int(rest)]}"
+    return value
+
+
+def _fill_forward(section: Section, f: models.Field, records: list[dict], idmap) -> None:
+    """Set a nullable reference into a later section (a skill's current version)."""
+    mine_map = idmap[section.table.label]
+    target_map = idmap[f.related_model._meta.label]
+    for record in records:
+        mine, value = mine_map.get(record["id"]), record.get(f.name)
+        if mine and value is not None and value in target_map:
+            section.model._default_manager.filter(pk=mine).update(**{f.attname: target_map[value]})
+
+
+def _reembed(idmap: dict[str, dict[int, int]], loaded: _Loaded) -> None:
+    """Embeddings are not exported: recompute them, with this server's embedder, for
+    the rows that had one (``embedding_model`` was set in the export)."""
+
+    def had_vectors(section: str, label: str) -> list[int]:
+        return [
+            idmap[label][r["id"]]
+            for r in loaded.sections.get(section, [])
+            if r.get("embedding_model") and r["id"] in idmap[label]
+        ]
+
+    try:
+        embedder = get_embedder()
+    except EmbeddingError:
+        return
+    knowledge = list(Knowledge.objects.filter(pk__in=had_vectors("knowledge", "memory.Knowledge")))
+    batch = settings.CAIRN_EMBEDDING_BATCH
+    try:
+        for start in range(0, len(knowledge), batch):
+            part = knowledge[start : start + batch]
+            vectors = embedder.embed([k.content for k in part])
+            for item, vector in zip(part, vectors, strict=True):
+                item.embedding = vector
+                item.embedding_model = embedder.model_id
+            Knowledge.objects.bulk_update(part, ["embedding", "embedding_model"])
+        deltas = list(
+            SkillDelta.objects.filter(pk__in=had_vectors("skill_deltas", "memory.SkillDelta"))
+        )
+        for delta in deltas:
+            delta.trigger_embedding, delta.payload_embedding = embedder.embed(
+                [delta.trigger_text, delta_line(kind=delta.kind, payload=delta.payload)]
+            )
+            delta.embedding_model = embedder.model_id
+        SkillDelta.objects.bulk_update(
+            deltas, ["trigger_embedding", "payload_embedding", "embedding_model"]
+        )
+    except EmbeddingError:
+        return  # rows keep no vector; the embed backfill job fills them later

@@ -1,0 +1,264 @@
+"""The consent gate: only a reviewer or admin approves, confirms, rejects,
+reverts, resets or re-approves a learned delta (SPEC section 6)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from cairn.errors import ApplicationError
+from memory.core.actors import Actor, actor_require_role
+from memory.core.audit import audit_record
+from memory.core.validation import bad_request
+from memory.models import (
+    Agent,
+    DeltaStatus,
+    DeltaTrust,
+    OrphanNotice,
+    ProvenanceSource,
+    Skill,
+    SkillDelta,
+)
+from memory.skills.selectors import delta_reanchor_check
+from memory.skills.skillmd import local_capabilities
+from memory.skills.trust import trust_progress_get
+
+
+def _locked(delta: SkillDelta) -> SkillDelta:
+    return (
+        SkillDelta.objects.select_for_update(of=("self",))
+        .select_related("skill", "skill__current_version", "workspace", "anchor_version")
+        .get(pk=delta.pk)
+    )
+
+
+def _transition_refuse(delta: SkillDelta, wanted: str, hint: str = "") -> ApplicationError:
+    return ApplicationError(
+        f"Delta {delta.pk} is {delta.status}; {wanted}.{(' ' + hint) if hint else ''}",
+        code="invalid_transition",
+        fields={"status": [delta.status]},
+    )
+
+
+def _evidence(delta: SkillDelta) -> dict:
+    """The trust-ledger bar for outcome_evidence deltas; refuses (422) with progress."""
+    progress = trust_progress_get(workspace=delta.workspace, scope=delta.scope)
+    if not progress["met"]:
+        raise ApplicationError(
+            f"Not enough evidence to approve delta {delta.pk}: {progress['message']} "
+            f"(needs {progress['required_samples']} at ≥ {progress['required_ratio']:.0%} "
+            "positive). Post outcomes to /api/v1/feedback/ on this scope.",
+            code="insufficient_evidence",
+            fields={"scope": [progress["message"]]},
+        )
+    return progress
+
+
+def _base_refuse(delta: SkillDelta) -> None:
+    version = delta.skill.current_version
+    if delta.anchor_version_id != version.pk:
+        raise _transition_refuse(delta, "its base has changed", "Re-approve it as an orphan.")
+    if local_capabilities(version.permissions):
+        raise ApplicationError(
+            f"Skill {delta.skill.name!r} now has a local-capability permission; deltas on it "
+            "cannot be approved.",
+            code="local_capability_skill",
+            fields={"skill": ["capability-bearing skill"]},
+        )
+
+
+def _activate(delta: SkillDelta, *, actor: str, reason: str, action: str, **extra) -> None:
+    """Make ``delta`` active; an approved umbrella supersedes its members."""
+    if delta.provenance_source == ProvenanceSource.OUTCOME_EVIDENCE:
+        progress = _evidence(delta)
+        delta.approval_samples = progress["samples"]
+        delta.approval_positive = progress["positive"]
+    previous = delta.status
+    delta.status = DeltaStatus.ACTIVE
+    delta.approved_at = timezone.now()
+    delta.approved_by = actor
+    for name, value in extra.items():
+        setattr(delta, name, value)
+    delta.save()
+    audit_record(
+        workspace=delta.workspace,
+        actor=actor,
+        action=action,
+        target_type="skill_delta",
+        target_id=delta.pk,
+        reason=reason,
+        details={"from": previous, "to": DeltaStatus.ACTIVE},
+    )
+    for member in delta.members.select_for_update().exclude(status=DeltaStatus.ARCHIVED):
+        _archive(member, actor=actor, reason=f"superseded by umbrella delta {delta.pk}")
+        SkillDelta.objects.filter(pk=member.pk).update(superseded_by=delta)
+
+
+def _archive(delta: SkillDelta, *, actor: str, reason: str, action: str = "delta.archive") -> None:
+    previous = delta.status
+    delta.status = DeltaStatus.ARCHIVED
+    delta.save(update_fields=["status", "updated_at"])
+    audit_record(
+        workspace=delta.workspace,
+        actor=actor,
+        action=action,
+        target_type="skill_delta",
+        target_id=delta.pk,
+        reason=reason,
+        details={"from": previous, "to": DeltaStatus.ARCHIVED},
+    )
+
+
+@transaction.atomic
+def delta_approve(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
+    """staged → active, by a reviewer. ``outcome_evidence`` also needs the ledger bar.
+
+    Applies from the next session: sessions already running keep their resolution.
+    """
+    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
+    delta = _locked(delta)
+    if delta.status == DeltaStatus.QUARANTINED:
+        raise _transition_refuse(
+            delta, "untrusted deltas need explicit confirmation", "Use delta_confirm_quarantined."
+        )
+    if delta.status == DeltaStatus.ORPHANED:
+        raise _transition_refuse(delta, "orphans are re-approved", "Use delta_reapprove.")
+    if delta.status != DeltaStatus.STAGED:
+        raise _transition_refuse(delta, "only staged deltas can be approved")
+    _base_refuse(delta)
+    _activate(delta, actor=actor.label, reason=reason, action="delta.approve")
+    return delta
+
+
+@transaction.atomic
+def delta_confirm_quarantined(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
+    """quarantined → active: a person's explicit, per-delta decision (audited)."""
+    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
+    delta = _locked(delta)
+    if delta.status != DeltaStatus.QUARANTINED:
+        raise _transition_refuse(delta, "only quarantined deltas are confirmed this way")
+    if not reason.strip():
+        raise bad_request("reason", "Confirming an untrusted delta needs a reason.")
+    _base_refuse(delta)
+    _activate(delta, actor=actor.label, reason=reason, action="delta.confirm_quarantined")
+    return delta
+
+
+@transaction.atomic
+def delta_reject(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
+    """staged, quarantined or orphaned → archived."""
+    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
+    delta = _locked(delta)
+    if delta.status not in {DeltaStatus.STAGED, DeltaStatus.QUARANTINED, DeltaStatus.ORPHANED}:
+        raise _transition_refuse(delta, "only pending deltas can be rejected", "Revert it instead.")
+    _archive(delta, actor=actor.label, reason=reason, action="delta.reject")
+    return delta
+
+
+@transaction.atomic
+def delta_revert(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
+    """active → archived (the base behaviour returns from the next session)."""
+    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
+    delta = _locked(delta)
+    if delta.status != DeltaStatus.ACTIVE:
+        raise _transition_refuse(delta, "only active deltas can be reverted")
+    _archive(delta, actor=actor.label, reason=reason, action="delta.revert")
+    return delta
+
+
+@transaction.atomic
+def delta_reset(*, skill: Skill, agent: Agent, actor: Actor, reason: str = "") -> int:
+    """Archive every learned delta ``agent`` has on ``skill``: back to the pure base."""
+    if skill.workspace_id != agent.workspace_id:
+        raise ApplicationError("The agent and the skill are in different workspaces.")
+    actor_require_role(actor, workspace=skill.workspace, action="change a delta's status")
+    deltas = list(
+        SkillDelta.objects.select_for_update()
+        .select_related("workspace")
+        .filter(skill=skill, agent=agent)
+        .exclude(status=DeltaStatus.ARCHIVED)
+        .order_by("id")
+    )
+    for delta in deltas:
+        _archive(delta, actor=actor.label, reason=reason, action="delta.reset")
+    return len(deltas)
+
+
+@transaction.atomic
+def delta_reapprove(*, deltas: list[SkillDelta], actor: Actor, reason: str = "") -> dict:
+    """Re-approve orphans (one or many) onto their skill's current version.
+
+    1. Each orphan is re-anchored by slug to the current version; if the slug
+       is gone it is refused (``section_gone``) and stays orphaned.
+    2. If the section's digest changed it is flagged ``stale``.
+    3. Trusted deltas become active (outcome_evidence still needs its ledger
+       bar); untrusted ones go back to quarantine for a per-delta confirmation.
+    Returns ``{"reapproved": [ids], "quarantined": [ids], "refused": [{id, code, message}]}``.
+    """
+    result: dict = {"reapproved": [], "quarantined": [], "refused": []}
+    workspaces = {d.workspace_id for d in deltas}
+    if len(workspaces) > 1:
+        raise ApplicationError("Re-approve deltas of one workspace at a time.")
+    if not deltas:
+        return result
+    actor_require_role(actor, workspace=deltas[0].workspace, action="change a delta's status")
+    for pk in sorted({d.pk for d in deltas}):
+        delta = _locked(SkillDelta(pk=pk))
+        version = delta.skill.current_version
+        check = delta_reanchor_check(delta=delta, version=version)
+        refusal = check["refusal"]
+        if refusal is None:
+            stale = check["stale"]
+            if delta.trust == DeltaTrust.UNTRUSTED:
+                previous = delta.status
+                delta.status = DeltaStatus.QUARANTINED
+                delta.anchor_version = version
+                delta.stale = stale
+                delta.save()
+                audit_record(
+                    workspace=delta.workspace,
+                    actor=actor.label,
+                    action="delta.reapprove",
+                    target_type="skill_delta",
+                    target_id=delta.pk,
+                    reason=reason,
+                    details={"from": previous, "to": delta.status, "stale": stale},
+                )
+                result["quarantined"].append(delta.pk)
+                continue
+            try:
+                with transaction.atomic():
+                    _activate(
+                        delta,
+                        actor=actor.label,
+                        reason=reason,
+                        action="delta.reapprove",
+                        anchor_version=version,
+                        stale=stale,
+                    )
+            except ApplicationError as exc:
+                refusal = (exc.code, exc.message)
+            else:
+                result["reapproved"].append(delta.pk)
+                continue
+        result["refused"].append({"id": delta.pk, "code": refusal[0], "message": refusal[1]})
+    return result
+
+
+@transaction.atomic
+def orphan_notice_mark_seen(*, notice: OrphanNotice, actor: Actor) -> OrphanNotice:
+    """The UI shows each orphan notice once; this records that it was seen."""
+    actor_require_role(actor, workspace=notice.workspace, action="change a delta's status")
+    if notice.seen_at is None:
+        notice.seen_at = timezone.now()
+        notice.seen_by = actor.label
+        notice.save(update_fields=["seen_at", "seen_by"])
+        audit_record(
+            workspace=notice.workspace,
+            actor=actor.label,
+            action="orphan_notice.seen",
+            target_type="skill",
+            target_id=notice.skill_id,
+            details={"version": notice.version.version, "count": notice.count},
+        )
+    return notice

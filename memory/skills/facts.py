@@ -1,0 +1,115 @@
+"""Tier-0 learned facts: data tools read directly, never prompt text (SPEC section 6)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from django.conf import settings
+from django.db import transaction
+
+from cairn.errors import ApplicationError
+from memory.core.audit import audit_record
+from memory.core.secrets import refuse_secrets
+from memory.core.validation import bad_request, check_json_strings
+from memory.models import Agent, DeltaTrust, LearnedFact, Workspace
+from memory.skills.skillmd import NAMESPACE_RE
+from memory.skills.trust import provenance_classify
+
+KEY_RE = re.compile(r"^[^/\s\x00-\x1f]{1,200}$")
+SCOPE_MAX_CHARS = 200
+
+
+@transaction.atomic
+def fact_put(
+    *,
+    workspace: Workspace,
+    agent: Agent | None,
+    namespace: str,
+    key: str,
+    value,
+    scope: str = "global",
+    provenance=None,
+    field_prefix: str = "",
+) -> tuple[LearnedFact, bool]:
+    """Set ``namespace/key`` to ``value``; returns (current fact, created).
+
+    1. Validate names and size (400), refuse credentials (422).
+    2. Refuse untrusted provenance (422): a fact applies the moment it is
+       written, with no consent gate, so only user_instruction or
+       outcome_evidence may set one.
+    3. The same value and scope again changes nothing. A new value inserts a
+       new row and points the old one at it (supersede, never delete).
+    """
+
+    check_json_strings(f"{field_prefix}value", [namespace, key, value, scope, provenance])
+
+    if not isinstance(namespace, str) or not NAMESPACE_RE.match(namespace):
+        raise bad_request(
+            f"{field_prefix}namespace",
+            "Fact namespaces are 1-64 lowercase letters, digits, '_', '.', '-'.",
+        )
+    if not isinstance(key, str) or not KEY_RE.match(key):
+        raise bad_request(f"{field_prefix}key", "Fact keys are 1-200 characters, no '/' or spaces.")
+    if value is None:
+        raise bad_request(f"{field_prefix}value", "A fact needs a non-null value.")
+    if len(json.dumps(value, ensure_ascii=False)) > settings.CAIRN_FACT_VALUE_MAX_CHARS:
+        raise ApplicationError(
+            f"A fact value must be at most {settings.CAIRN_FACT_VALUE_MAX_CHARS} characters "
+            "as JSON.",
+            code="too_large",
+            fields={f"{field_prefix}value": ["too large"]},
+        )
+    scope = (scope or "global").strip() or "global"
+    if len(scope) > SCOPE_MAX_CHARS:
+        raise bad_request(f"{field_prefix}scope", f"At most {SCOPE_MAX_CHARS} characters.")
+    refuse_secrets(
+        {f"{field_prefix}key": key, f"{field_prefix}value": value, f"{field_prefix}scope": scope}
+    )
+    source, trust, stored = provenance_classify(provenance)
+    if trust != DeltaTrust.TRUSTED:
+        raise ApplicationError(
+            f"A fact applies immediately, so it needs trusted provenance (user_instruction or "
+            f"outcome_evidence), not {source}. Propose observed content as a delta instead: "
+            "it is quarantined for a person to confirm.",
+            code="untrusted_fact",
+            fields={"provenance.source": [f"{source} is untrusted"]},
+        )
+
+    current = (
+        LearnedFact.objects.select_for_update()
+        .filter(workspace=workspace, namespace=namespace, key=key, superseded_by__isnull=True)
+        .first()
+    )
+    if current is not None and current.value == value and current.scope == scope:
+        return current, False
+    if current is not None:
+        # Step aside first (one current row per key is a unique constraint), then link.
+        current.superseded_by = current
+        current.save(update_fields=["superseded_by"])
+    fact = LearnedFact.objects.create(
+        workspace=workspace,
+        agent=agent,
+        namespace=namespace,
+        key=key,
+        value=value,
+        scope=scope,
+        provenance=stored,
+        provenance_source=source,
+    )
+    if current is not None:
+        current.superseded_by = fact
+        current.save(update_fields=["superseded_by"])
+    audit_record(
+        workspace=workspace,
+        actor=f"agent:{agent.name}" if agent else "system",
+        action="fact.put",
+        target_type="learned_fact",
+        target_id=fact.pk,
+        details={
+            "namespace": namespace,
+            "supersedes": current.pk if current else None,
+            "source": source,
+        },
+    )
+    return fact, current is None

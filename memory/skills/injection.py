@@ -1,0 +1,111 @@
+"""Injection findings in learned skill content: instruction overrides, remote
+scripts, hidden or encoded text. Any finding quarantines a delta."""
+
+from __future__ import annotations
+
+import re
+
+_INJECTION_RULES: tuple[tuple[str, re.Pattern], ...] = (
+    (
+        "ignore_instructions",
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?"
+            r"\b(?:previous|prior|above|earlier|all|any|system|your|the)\b[^.\n]{0,20}?"
+            r"\b(?:instructions?|rules?|prompts?|guidelines?|polic(?:y|ies)|guardrails?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "run_commands",
+        re.compile(
+            r"\b(?:run|execute|exec|eval|invoke)\b[^.\n]{0,30}?"
+            r"\b(?:commands?|shell|scripts?|bash|powershell|terminal|cmd)\b"
+            r"|\bsudo\s|\brm\s+-[a-z]*r|\b(?:curl|wget)\s+\S+\s*\|\s*(?:ba|z)?sh\b|\$\([^)]*\)",
+            re.I,
+        ),
+    ),
+    (
+        "exfiltrate",
+        re.compile(
+            r"\b(?:send|post|upload|forward|exfiltrate|transmit|leak|copy)\b[^.\n]{0,40}?"
+            r"\b(?:data|contents?|files?|credentials?|secrets?|tokens?|passwords?|keys?"
+            r"|history|conversations?|memory|memories|everything|inbox)\b[^.\n]{0,40}?"
+            r"\b(?:to|into|at)\b"
+            r"|https?://[^\s?#]+\?[^\s#]*=",
+            re.I,
+        ),
+    ),
+    (
+        "change_permissions",
+        re.compile(
+            r"\b(?:grant|give|enable|elevate|escalate|raise|widen|add|allow|disable|turn\s+off)\b"
+            r"[^.\n]{0,30}?\b(?:permissions?|privileges?|admin|root|sudo|security\s+tier"
+            r"|confirmations?|approval)\b",
+            re.I,
+        ),
+    ),
+    ("hidden_zero_width", re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")),
+    ("hidden_bidi_override", re.compile("[\u202a-\u202e\u2066-\u2069]")),
+    ("hidden_html_comment", re.compile(r"<!--")),
+)
+
+
+_BASE64_BLOB = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
+
+
+def injection_scan(text: str) -> list[dict]:
+    """Findings ``[{"rule", "excerpt"}]`` for prompt-injection shapes in ``text``.
+
+    A heuristic, not a proof: findings quarantine nothing by themselves (the
+    provenance decides that) but they stop auto-approval and are shown to reviewers.
+    """
+    findings: list[dict] = []
+    for rule, pattern in _INJECTION_RULES:
+        match = pattern.search(text)
+        if match:
+            findings.append({"rule": rule, "excerpt": _excerpt(text, match.start(), match.end())})
+    for match in _BASE64_BLOB.finditer(text):
+        if _looks_encoded(match.group(0)):
+            findings.append(
+                {
+                    "rule": "hidden_base64_blob",
+                    "excerpt": _excerpt(text, match.start(), match.end()),
+                }
+            )
+            break
+    return findings
+
+
+def _looks_encoded(blob: str) -> bool:
+    # Encoded data mixes cases and digits; long paths and identifiers rarely do.
+    return (
+        any(c.isupper() for c in blob)
+        and any(c.islower() for c in blob)
+        and any(c.isdigit() for c in blob)
+    )
+
+
+def injection_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every span of ``text`` the injection scan's rules match: [(start, end, rule)].
+
+    ``injection_scan`` records one excerpt per rule; reviewers need each match
+    marked in place, so this walks the same rules with ``finditer``.
+    """
+    spans = [
+        (match.start(), match.end(), rule)
+        for rule, pattern in _INJECTION_RULES
+        for match in pattern.finditer(text)
+        if match.end() > match.start()
+    ]
+    spans += [
+        (match.start(), match.end(), "hidden_base64_blob")
+        for match in _BASE64_BLOB.finditer(text)
+        if _looks_encoded(match.group(0))
+    ]
+    return sorted(spans)
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    snippet = text[max(0, start - 20) : min(len(text), end + 20)]
+    # Show hidden characters as escapes so the reviewer can see them.
+    return snippet.encode("unicode_escape").decode("ascii")[:160]
