@@ -22,9 +22,9 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import common  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 LOCOMO = Path("/work/shared/bench/locomo10.json")
 DIMS = 384
@@ -93,7 +93,7 @@ class Clustered:
 def _agent_client(workspace_name: str):
     from django.test import Client
 
-    from memory.services.identity import agent_get_or_create, token_issue, workspace_get_or_create
+    from memory.identity.services import agent_get_or_create, token_issue, workspace_get_or_create
 
     workspace = workspace_get_or_create(name=workspace_name)
     agent = agent_get_or_create(workspace=workspace, name="bench")
@@ -171,7 +171,7 @@ def bench_scale(n: int, queries: int, rng, vocab, data: str = "clustered") -> di
     from django.conf import settings
     from django.db import connection, transaction
 
-    from memory.selectors.knowledge import (
+    from memory.knowledge.recall import (
         recall_filters_sql,
         recall_sql,
         set_vector_search,
@@ -505,11 +505,11 @@ def _locomo_load(path: Path, limit_conversations: int | None):
 
 def _paraphrase_hits(configs) -> dict[str, float]:
     """hit@3 of each config on the 40-fact paraphrase fixture (its own workspace)."""
-    from memory.embeddings import get_embedder
+    from memory.core.embeddings import get_embedder
+    from memory.identity.services import workspace_get_or_create
+    from memory.knowledge.recall import knowledge_search
     from memory.models import Knowledge
-    from memory.selectors.knowledge import knowledge_search
-    from memory.services.identity import workspace_get_or_create
-    from tests.memory.recall_fixture import FACTS
+    from tests.memory.knowledge.recall_fixture import FACTS
 
     workspace = workspace_get_or_create(name="bench-paraphrase")
     embedder = get_embedder()
@@ -547,10 +547,10 @@ def bench_locomo(limit_conversations: int | None) -> dict:
     import numpy as np
     from django.conf import settings
 
-    from memory.embeddings import get_embedder
+    from memory.core.embeddings import get_embedder
+    from memory.identity.services import workspace_get_or_create
+    from memory.knowledge.recall import knowledge_search
     from memory.models import Knowledge
-    from memory.selectors.knowledge import knowledge_search
-    from memory.services.identity import workspace_get_or_create
 
     print("\n== LoCoMo retrieval ==", flush=True)
     if not LOCOMO.exists():

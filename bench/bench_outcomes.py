@@ -26,8 +26,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BENCH_DATABASE, RESULTS, ROOT, drop_database, setup_django  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PROJECT = "https://github.com/acme/bench.git"
 
@@ -109,8 +110,8 @@ def main(argv: list[str]) -> int:
     n = 300 if quick else 2000
     threads = 8
     setup_django()
+    from memory.identity.services import agent_get_or_create, token_issue, workspace_get_or_create
     from memory.models import ConfidenceChange, Lesson, LessonEvidence, Outcome
-    from memory.services.identity import agent_get_or_create, token_issue, workspace_get_or_create
 
     workspace = workspace_get_or_create(name="bench-outcomes")
     agent = agent_get_or_create(workspace=workspace, name="bench-agent")

@@ -17,16 +17,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings_test")
-# Playwright's sync API runs an event loop in this thread; our ORM calls are synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 import django  # noqa: E402
-
-django.setup()
-
 from django.contrib.staticfiles.handlers import StaticFilesHandler  # noqa: E402
 from django.db import connections  # noqa: E402
 from django.test.testcases import LiveServerThread  # noqa: E402
@@ -37,6 +28,14 @@ from django.test.utils import (  # noqa: E402
 )
 from django.utils import timezone  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings_test")
+# Playwright's sync API runs an event loop in this thread; our ORM calls are synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+django.setup()
+
 OUT = ROOT / "docs" / "screenshots"
 PASSWORD = "screenshots-only"
 TRACEBACK = """Traceback (most recent call last):
@@ -44,19 +43,19 @@ TRACEBACK = """Traceback (most recent call last):
     pairs = reconcile_candidates(workspace=workspace)
   File "/app/memory/embeddings.py", line 88, in embed
     raise EmbeddingUnavailable(f"embedder answered {response.status_code}")
-memory.embeddings.EmbeddingUnavailable: embedder answered 503 (retry later)"""
+memory.core.embeddings.EmbeddingUnavailable: embedder answered 503 (retry later)"""
 
 
 def seed():
-    from memory.models import ApiToken, AuditEvent, JobRun
-    from memory.services.audit import audit_record
-    from memory.services.identity import (
+    from memory.core.audit import audit_record
+    from memory.identity.services import (
         agent_create,
         token_issue,
         token_revoke,
         user_create,
         workspace_get_or_create,
     )
+    from memory.models import ApiToken, AuditEvent, JobRun
 
     now = timezone.now()
     ws = workspace_get_or_create(name="acme", display_name="Acme Robotics")
@@ -184,10 +183,12 @@ Plain and factual; no superlatives.
 
 def seed_skills(ws, gaia, coder, user):
     """Skills with every kind of pending delta: staged, quarantined and orphaned."""
-    from memory.services.deltas import delta_approve, delta_create
-    from memory.services.facts import fact_put
-    from memory.services.skills import agent_tools_set, skill_register
-    from memory.services.trust import feedback_record
+    from memory.core.actors import Actor
+    from memory.skills.consent import delta_approve
+    from memory.skills.deltas import delta_create
+    from memory.skills.facts import fact_put
+    from memory.skills.registry import agent_tools_set, skill_register
+    from memory.skills.trust import feedback_record
 
     tools = [
         {"name": "triage_inbox", "reads_facts": ["priority_senders"]},
@@ -199,14 +200,16 @@ def seed_skills(ws, gaia, coder, user):
     agent_tools_set(agent=gaia, tools=tools)
     agent_tools_set(agent=coder, tools=tools)
     skill_register(
-        workspace=ws, skill_md=TRIAGE.format(version="1.0.0", extra=""), actor="user:ada"
+        workspace=ws,
+        skill_md=TRIAGE.format(version="1.0.0", extra=""),
+        actor=Actor(kind="person", label="user:ada"),
     )
     skill_register(
         workspace=ws,
         skill_md=REPORT.format(
             version="1.0.0", grouping="Group pull requests by repository.", tail=""
         ),
-        actor="user:ada",
+        actor=Actor(kind="person", label="user:ada"),
     )
 
     def delta(agent, skill, kind, section, payload, source="user_instruction", turns=("s1#4",)):
@@ -228,7 +231,7 @@ def seed_skills(ws, gaia, coder, user):
         {"body": "Sign replies with the user's first name only."},
         turns=("sess_77a0#3",),
     )
-    delta_approve(delta=active, user=user, reason="matches what I asked for")
+    delta_approve(delta=active, actor=Actor.for_user(user), reason="matches what I asked for")
     delta(
         gaia,
         "triage-inbox",
@@ -291,7 +294,7 @@ def seed_skills(ws, gaia, coder, user):
     ]:
         d = delta(coder, "weekly-report", "preference", section, {"body": body})
         if section == "tone":
-            delta_approve(delta=d, user=user, reason="the team asked for it")
+            delta_approve(delta=d, actor=Actor.for_user(user), reason="the team asked for it")
     delta(
         coder,
         "weekly-report",
@@ -308,7 +311,7 @@ def seed_skills(ws, gaia, coder, user):
             grouping="Group pull requests by team, then by repository.",
             tail="\n## Links\nLink each pull request.\n",
         ).replace("# Weekly report\n\nCollect", "# Weekly digest\n\nCollect"),
-        actor="user:ada",
+        actor=Actor(kind="person", label="user:ada"),
     )
     fact_put(
         workspace=ws,
@@ -341,12 +344,14 @@ def seed_demo() -> dict:
     name, a person's pin and seal, and one contradiction for the reconcile queue."""
     from django.core.management import call_command
 
+    from memory.core.actors import Actor
+    from memory.identity.projects import project_label_set
+    from memory.knowledge.services import knowledge_update
+    from memory.lessons.evidence import evidence_record
+    from memory.lessons.lifecycle import lesson_pin, lesson_seal
+    from memory.lessons.services import lesson_create
     from memory.models import Knowledge, Lesson, Outcome, Workspace
-    from memory.services.evidence import evidence_record
-    from memory.services.knowledge import Actor, knowledge_update
-    from memory.services.lessons import lesson_create, lesson_pin, lesson_seal
-    from memory.services.projects import project_label_set
-    from memory.services.review_items import review_item_open
+    from memory.review.services import review_item_open
 
     call_command("cairn_demo", stdout=open(os.devnull, "w"))
     demo = Workspace.objects.get(name="demo")
@@ -354,10 +359,23 @@ def seed_demo() -> dict:
     uv = lessons.get(text__icontains="uv:pip-install over pip:install")
     compose = lessons.get(text__icontains="compose-v1 over docker:compose-v2")
     project_label_set(
-        workspace=demo, project_digest=uv.project_digest, label="acme/webapp", actor="user:ada"
+        workspace=demo,
+        project_digest=uv.project_digest,
+        label="acme/webapp",
+        actor=Actor(kind="person", label="user:ada"),
     )
-    lesson_pin(lesson=uv, pinned=True, actor="user:ada", reason="every CI image has uv")
-    lesson_seal(lesson=uv, sealed=True, actor="user:ada", reason="checked on the CI image")
+    lesson_pin(
+        lesson=uv,
+        pinned=True,
+        actor=Actor(kind="person", label="user:ada"),
+        reason="every CI image has uv",
+    )
+    lesson_seal(
+        lesson=uv,
+        sealed=True,
+        actor=Actor(kind="person", label="user:ada"),
+        reason="checked on the CI image",
+    )
     passed = Outcome.objects.filter(workspace=demo, passed=True).order_by("id").first()
     rival, _ = lesson_create(
         workspace=demo,

@@ -7,8 +7,9 @@ import functools
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
+from memory.core.actors import Actor
+from memory.identity.services import membership_get
 from memory.models import Membership
-from memory.services.identity import membership_get
 
 SESSION_KEY = "cairn_workspace_id"
 
@@ -46,6 +47,6 @@ def require_role(role: str):
     return decorator
 
 
-def actor_for(request) -> str:
-    """How the audit log names the person behind a request."""
-    return f"user:{request.user.username}"
+def actor_for(request) -> Actor:
+    """The person behind a request, as services take it."""
+    return Actor.for_user(request.user)

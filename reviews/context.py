@@ -1,10 +1,10 @@
 from functools import cached_property
 
+from memory.core.selectors import job_run_active_count
+from memory.identity.selectors import token_active_count
 from memory.models import Role
-from memory.selectors.identity import token_active_count
-from memory.selectors.ops import job_run_active_count
-from memory.selectors.review_items import review_item_open_count
-from memory.selectors.skills import delta_queue_counts
+from memory.review.selectors import review_item_open_count
+from memory.skills.selectors import delta_queue_counts
 from reviews.access import current_membership
 
 

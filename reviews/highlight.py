@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from memory.services.skills import injection_spans
+from memory.skills.injection import injection_spans
 
 FINDING_LABELS = {
     "ignore_instructions": "tells the agent to ignore its instructions",

@@ -10,8 +10,8 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
-from memory.selectors.identity import AGENT_TOKENS_SHOWN, agent_get, agent_list, token_get
-from memory.services.identity import agent_create, token_issue, token_revoke
+from memory.identity.selectors import AGENT_TOKENS_SHOWN, agent_get, agent_list, token_get
+from memory.identity.services import agent_create, token_issue, token_revoke
 from reviews.access import actor_for, require_role
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment

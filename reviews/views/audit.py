@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from memory.selectors.ops import audit_event_actions, audit_event_list
+from memory.core.selectors import audit_event_actions, audit_event_list
 from reviews.access import require_role
 from reviews.htmx import render_page
 from reviews.pagination import paginate

@@ -10,13 +10,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
 from memory.models import ReviewItemStatus, ReviewResolution
-from memory.selectors.review_items import (
+from memory.review.selectors import (
     REVIEW_ITEM_ORDER,
     review_item_get,
     review_item_list,
     review_item_targets,
 )
-from memory.services.review_items import review_item_resolve
+from memory.review.services import review_item_resolve
 from reviews.access import actor_for, require_role
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment

@@ -6,16 +6,16 @@ from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from memory.selectors.dashboard import (
+from memory.core.selectors import job_runs_per_day
+from memory.dashboard import (
     confidence_histograms,
     dashboard_counts,
     lesson_health_counts,
     lessons_per_day,
     review_latency,
 )
-from memory.selectors.ops import job_runs_per_day
-from memory.selectors.skills import orphan_notice_list, skill_kpis
-from memory.services.identity import membership_get
+from memory.identity.services import membership_get
+from memory.skills.selectors import orphan_notice_list, skill_kpis
 from reviews.access import SESSION_KEY, current_membership, require_role
 from reviews.charts import Series, bar_chart, line_chart
 

@@ -24,23 +24,23 @@ from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
 from memory.models import DeltaStatus
-from memory.selectors.skills import (
-    DELTA_QUEUE_ORDER,
-    ORPHAN_ORDER,
-    delta_previews,
-    delta_review_get,
-    delta_review_list,
-    orphan_notice_get,
-    orphan_notice_list,
-)
-from memory.services.deltas import (
+from memory.skills.consent import (
     delta_approve,
     delta_confirm_quarantined,
     delta_reapprove,
     delta_reject,
     orphan_notice_mark_seen,
 )
-from reviews.access import require_role
+from memory.skills.effective import delta_previews
+from memory.skills.selectors import (
+    DELTA_QUEUE_ORDER,
+    ORPHAN_ORDER,
+    delta_review_get,
+    delta_review_list,
+    orphan_notice_get,
+    orphan_notice_list,
+)
+from reviews.access import actor_for, require_role
 from reviews.diffs import diff_counts, effective_render, unified_diff
 from reviews.forms import ConfirmUntrustedForm, ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
@@ -186,7 +186,7 @@ def _act(
         messages.info(request, f"Delta #{pk} is already {delta.status}; nothing changed.")
         return removed()
     try:
-        service(delta=delta, user=request.user, reason=form.cleaned_data["reason"])
+        service(delta=delta, actor=actor_for(request), reason=form.cleaned_data["reason"])
     except ApplicationError as exc:
         if exc.status_code == 403:
             raise PermissionDenied(exc.message) from exc
@@ -271,9 +271,9 @@ def orphans_discard(request, pk: int):
     )
 
 
-def _reapprove_one(*, delta, user, reason: str):
+def _reapprove_one(*, delta, actor, reason: str):
     """Re-approve a single orphan; a refusal comes back as an error, like the other actions."""
-    result = delta_reapprove(deltas=[delta], user=user, reason=reason)
+    result = delta_reapprove(deltas=[delta], actor=actor, reason=reason)
     if result["refused"]:
         refusal = result["refused"][0]
         raise ApplicationError(refusal["message"], code=refusal["code"])
@@ -353,7 +353,9 @@ def orphans_reapprove(request):
     }
     try:
         result = delta_reapprove(
-            deltas=list(found.values()), user=request.user, reason=form.cleaned_data["reason"]
+            deltas=list(found.values()),
+            actor=actor_for(request),
+            reason=form.cleaned_data["reason"],
         )
     except ApplicationError as exc:
         raise PermissionDenied(exc.message) from exc  # the role check is its only refusal
@@ -380,7 +382,7 @@ def orphans_notice_seen(request, pk: int):
     if notice is None:
         raise Http404("No such notice in this workspace.")
     try:
-        orphan_notice_mark_seen(notice=notice, user=request.user)
+        orphan_notice_mark_seen(notice=notice, actor=actor_for(request))
     except ApplicationError as exc:
         raise PermissionDenied(exc.message) from exc
     if wants_fragment(request):

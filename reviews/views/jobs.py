@@ -8,14 +8,14 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
-from memory.models import JobRun
-from memory.selectors.ops import (
+from memory.core.selectors import (
     ACTIVE_JOB_STATUSES,
     JOB_RUN_ORDER,
     job_run_get,
     job_run_kinds,
     job_run_list,
 )
+from memory.models import JobRun
 from reviews.access import require_role
 from reviews.htmx import render_page, wants_fragment
 from reviews.pagination import paginate

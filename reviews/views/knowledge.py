@@ -17,24 +17,25 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
-from memory.embeddings import EmbeddingError, get_embedder
-from memory.models import Category, Knowledge
-from memory.selectors.knowledge import (
+from memory.core.actors import Actor
+from memory.core.embedders import EmbeddingError
+from memory.core.embeddings import get_embedder
+from memory.core.selectors import audit_event_for_targets
+from memory.knowledge.recall import knowledge_search
+from memory.knowledge.selectors import (
     KNOWLEDGE_ORDER,
     knowledge_browse,
     knowledge_get,
     knowledge_ledger,
     knowledge_lineage,
-    knowledge_search,
 )
-from memory.selectors.ops import audit_event_for_targets
-from memory.services.knowledge import (
-    Actor,
+from memory.knowledge.services import (
     knowledge_delete,
     knowledge_forget,
     knowledge_restore,
     knowledge_update,
 )
+from memory.models import Category, Knowledge
 from reviews.access import require_role
 from reviews.forms import KnowledgeEditForm, ReasonForm, form_errors_from
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment

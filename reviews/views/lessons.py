@@ -1,7 +1,7 @@
 """Lessons: browse, read one with its evidence and history, and act on it.
 
 Every action is a POST by a reviewer that calls one service in
-``memory.services.lessons`` with the person as actor and their reason; the
+``memory.lessons.services`` with the person as actor and their reason; the
 answer (for htmx) is the lesson's main block re-rendered, so its badges,
 actions, history and activity change in place.
 """
@@ -16,8 +16,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
-from memory.models import Lesson, LessonScope, LessonState
-from memory.selectors.lessons import (
+from memory.identity.selectors import project_labels
+from memory.lessons.lifecycle import (
+    lesson_edit,
+    lesson_pin,
+    lesson_restore,
+    lesson_retire,
+    lesson_seal,
+)
+from memory.lessons.selectors import (
     LESSON_ORDERS,
     lesson_browse,
     lesson_get,
@@ -25,14 +32,7 @@ from memory.selectors.lessons import (
     lesson_lineage_activity,
     lesson_projects,
 )
-from memory.selectors.projects import project_labels
-from memory.services.lessons import (
-    lesson_edit,
-    lesson_pin,
-    lesson_restore,
-    lesson_retire,
-    lesson_seal,
-)
+from memory.models import Lesson, LessonScope, LessonState
 from reviews.access import actor_for, require_role
 from reviews.forms import LessonEditForm, ReasonForm, form_errors_from
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
@@ -186,7 +186,7 @@ def lessons_retire(request, pk: int):
     def do(lesson, reason, actor):
         if lesson.state == LessonState.RETIRED:
             return lesson, f"Lesson {lesson.pk} was already retired."
-        lesson = lesson_retire(lesson=lesson, by_person=True, actor=actor, reason=reason)
+        lesson = lesson_retire(lesson=lesson, actor=actor, reason=reason)
         return lesson, (
             f"Lesson {lesson.pk} retired. Agents no longer get it, and it is not re-learned "
             "from the same evidence."
@@ -246,7 +246,6 @@ def lessons_edit(request, pk: int):
                 lesson=lesson,
                 text=form.cleaned_data["text"],
                 operation_key=form.cleaned_data["operation_key"],
-                by_person=True,
                 actor=actor_for(request),
                 reason=form.cleaned_data["reason"],
             )

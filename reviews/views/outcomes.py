@@ -7,7 +7,8 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from memory.selectors.outcomes import (
+from memory.identity.selectors import project_labels
+from memory.lessons.selectors import (
     OUTCOME_LESSONS_SHOWN,
     OUTCOME_ORDER,
     outcome_agents,
@@ -17,7 +18,6 @@ from memory.selectors.outcomes import (
     outcome_list,
     outcome_projects,
 )
-from memory.selectors.projects import project_labels
 from reviews.access import require_role
 from reviews.htmx import render_page
 from reviews.pagination import paginate

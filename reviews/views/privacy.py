@@ -21,21 +21,22 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from cairn.errors import ApplicationError
-from memory.datamap import ERASURE_SELECTORS, EXPORT_SELECTORS, TABLES
-from memory.selectors.ops import ACTIVE_JOB_STATUSES
-from memory.selectors.privacy import (
+from memory.core.selectors import ACTIVE_JOB_STATUSES
+from memory.privacy.datamap import TABLES
+from memory.privacy.erasure import erasure_preview, erasure_request
+from memory.privacy.exports import (
+    FORMATS,
+    export_download_record,
+    export_file_get,
+    export_request,
+)
+from memory.privacy.selection import ERASURE_SELECTORS, EXPORT_SELECTORS, selector_parse
+from memory.privacy.selectors import (
     erasure_receipt_get,
     erasure_receipt_list,
     export_run_get,
     export_run_list,
     receipt_body,
-)
-from memory.services.erasure import erasure_preview, erasure_request, selector_parse
-from memory.services.exports import (
-    FORMATS,
-    export_download_record,
-    export_file_get,
-    export_request,
 )
 from reviews.access import actor_for, require_role
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment

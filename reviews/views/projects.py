@@ -8,8 +8,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from cairn.errors import ApplicationError
-from memory.selectors.projects import project_labels
-from memory.services.projects import project_label_set
+from memory.identity.projects import project_label_set
+from memory.identity.selectors import project_labels
 from reviews.access import actor_for, require_role
 from reviews.htmx import render_action, wants_fragment
 

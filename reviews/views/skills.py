@@ -19,12 +19,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
 from memory.models import DeltaStatus
-from memory.selectors.skills import (
+from memory.skills.consent import delta_reset, delta_revert
+from memory.skills.effective import effective_skill_build, effective_skill_compose
+from memory.skills.selectors import (
     FACT_ORDER,
     SKILL_ORDER,
     delta_review_get,
-    effective_skill_build,
-    effective_skill_compose,
     fact_consumers,
     fact_namespace_list,
     fact_review_list,
@@ -34,8 +34,7 @@ from memory.selectors.skills import (
     skill_review_list,
     skill_version_list,
 )
-from memory.services.deltas import delta_reset, delta_revert
-from reviews.access import require_role
+from reviews.access import actor_for, require_role
 from reviews.diffs import diff_counts, effective_render, unified_diff
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
@@ -187,7 +186,7 @@ def skills_revert(request, name: str, pk: int):
         messages.info(request, f"Delta #{pk} is {delta.status}, not active; nothing changed.")
     else:
         try:
-            delta_revert(delta=delta, user=request.user, reason=form.cleaned_data["reason"])
+            delta_revert(delta=delta, actor=actor_for(request), reason=form.cleaned_data["reason"])
         except ApplicationError as exc:
             if exc.status_code == 403:
                 raise PermissionDenied(exc.message) from exc
@@ -220,7 +219,10 @@ def skills_reset(request, name: str):
     if not error:
         try:
             count = delta_reset(
-                skill=skill, agent=agent, user=request.user, reason=form.cleaned_data["reason"]
+                skill=skill,
+                agent=agent,
+                actor=actor_for(request),
+                reason=form.cleaned_data["reason"],
             )
         except ApplicationError as exc:
             if exc.status_code == 403:

@@ -14,8 +14,15 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.test import Client
 
-from memory.models import Membership, Role, Workspace
-from memory.services.identity import agent_get_or_create, token_issue, workspace_get_or_create
+from memory.core.actors import Actor
+from memory.identity.services import (
+    agent_get_or_create,
+    token_issue,
+    user_create,
+    workspace_get_or_create,
+)
+from memory.models import Membership, Role, SkillDelta, Workspace
+from memory.skills.consent import delta_approve
 
 DEMO_WORKSPACE = "demo"
 
@@ -300,8 +307,6 @@ class Command(BaseCommand):
 
     def skills(self, mail: DemoClient, workspace: Workspace) -> None:
         """A skill with active, staged, quarantined and orphaned deltas, and facts."""
-        from memory.models import SkillDelta
-        from memory.services.deltas import delta_approve
 
         mail.call(
             "put",
@@ -357,7 +362,7 @@ class Command(BaseCommand):
         for item in approved:
             delta_approve(
                 delta=SkillDelta.objects.get(pk=item["id"]),
-                user=reviewer,
+                actor=Actor.for_user(reviewer),
                 reason="Matches what the user asked for (demo).",
             )
         mail.call("post", "skills/", {"skill_md": SKILL_V2})
@@ -413,7 +418,6 @@ class Command(BaseCommand):
         mail.call("put", "facts/holiday_calendar/region/", {"value": "DE-BY"})
 
     def _demo_reviewer(self, workspace: Workspace):
-        from memory.services.identity import user_create
 
         user, _ = user_create(workspace=workspace, username="demo-reviewer", role=Role.REVIEWER)
         return user
