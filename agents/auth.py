@@ -5,8 +5,8 @@ from __future__ import annotations
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
+from memory.identity.services import token_authenticate
 from memory.models import TokenScope
-from memory.services.identity import token_authenticate
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):

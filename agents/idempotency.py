@@ -10,14 +10,14 @@ from __future__ import annotations
 from django.http import HttpResponse, JsonResponse
 
 from cairn.errors import error_body
-from memory.services.idempotency import (
+from memory.core.idempotency import (
     KEY_MAX_CHARS,
     idempotency_guard,
     idempotency_lookup,
     idempotency_store,
     request_digest,
 )
-from memory.services.identity import token_lookup
+from memory.identity.services import token_lookup
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 HEADER = "HTTP_IDEMPOTENCY_KEY"

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from agents.apis.core import HealthApi, HealthSlashApi
+from agents.apis.health import HealthApi, HealthSlashApi
 
 urlpatterns = [
     path("healthz", HealthApi.as_view(), name="healthz"),

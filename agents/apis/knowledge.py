@@ -1,4 +1,5 @@
-"""Agent API: knowledge, recall, conversation turns and tool calls (SPEC sections 3, 11).
+"""Agent API: knowledge items: remember (one or a batch), list, read, update, forget
+(SPEC sections 3 and 11).
 
 Every view scopes to the token's workspace (``request.auth.workspace``): another
 workspace's ids answer 404, exactly like ids that do not exist. Views validate
@@ -7,167 +8,36 @@ shapes with serializers (400) and call memory services and selectors only.
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
-from django.urls import path
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_field,
-    inline_serializer,
-)
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, Category, KnowledgeStatus
-from memory.models.conversations import TURN_CONTENT_MAX_CHARS, TurnRole
-from memory.selectors.conversations import conversation_search, tool_call_stats, turns_list
-from memory.selectors.knowledge import knowledge_get, knowledge_list
-from memory.services.conversations import tool_calls_log, turn_store
-from memory.services.knowledge import (
-    AGENT_SOURCES,
-    Actor,
+from agents.apis.common import (
+    KNOWLEDGE_ERRORS,
+    TAG_KNOWLEDGE,
+    EmbeddingField,
+    PageParams,
+    StrictSerializer,
+    TextField,
+    _metadata_field,
+    _page_body,
+    _paginated,
+    _validated_list,
+    _workspace,
+    actor,
+    errors,
+)
+from memory.knowledge.selectors import knowledge_get, knowledge_list
+from memory.knowledge.services import (
     knowledge_forget,
-    knowledge_recall,
     knowledge_remember,
     knowledge_remember_many,
     knowledge_update,
 )
-
-TAG_KNOWLEDGE = "knowledge"
-TAG_CONVERSATIONS = "conversations"
-OFFSET_MAX = 1_000_000
-
-# --------------------------------------------------------------------------- fields
-
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-class TextField(serializers.CharField):
-    """CharField that also refuses lone surrogates (PostgreSQL cannot encode them).
-
-    DRF's CharField already refuses NUL characters.
-    """
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if _SURROGATE.search(value):
-            raise serializers.ValidationError("Must not contain lone surrogate characters.")
-        return value
-
-
-class StrictSerializer(serializers.Serializer):
-    """Unknown keys are an error, not silently ignored (a typo should not lose data)."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {name: ["Unknown field."] for name in unknown}, code="unknown_field"
-                )
-        return super().to_internal_value(data)
-
-
-@extend_schema_field(
-    {
-        "type": "array",
-        "items": {"type": "number"},
-        "minItems": EMBEDDING_DIMENSIONS,
-        "maxItems": EMBEDDING_DIMENSIONS,
-        "nullable": True,
-    }
-)
-class EmbeddingField(serializers.Field):
-    """A client vector. Only its shape is checked here; the service validates it in
-    full (memory.embeddings.validate_vector, a 400 naming ``embedding``), once.
-
-    (A ListField of FloatFields would run 384 field validations per item.)
-    """
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("required", False)
-        kwargs.setdefault("allow_null", True)
-        kwargs.setdefault(
-            "help_text",
-            f"Optional: your own {EMBEDDING_DIMENSIONS}-dimensional vector for the text, from "
-            "the same model as the server's (see embedding_model in answers). Without it the "
-            "server embeds the text before answering.",
-        )
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data):
-        if not isinstance(data, list) or len(data) != EMBEDDING_DIMENSIONS:
-            raise serializers.ValidationError(f"Must be a list of {EMBEDDING_DIMENSIONS} numbers.")
-        return data
-
-    def to_representation(self, value):
-        return list(value)
-
-
-def _metadata_field(**kwargs):
-    return serializers.DictField(
-        required=False,
-        help_text='Free JSON object (at most 8 KB), e.g. {"source_url": "..."}.',
-        **kwargs,
-    )
-
-
-ErrorSerializer = inline_serializer(
-    "KnowledgeError",
-    {
-        "error": inline_serializer(
-            "KnowledgeErrorBody",
-            {
-                "code": serializers.CharField(),
-                "message": serializers.CharField(),
-                "fields": serializers.DictField(
-                    child=serializers.ListField(child=serializers.CharField())
-                ),
-            },
-        )
-    },
-)
-
-
-def _errors(*codes: int, **described: str) -> dict:
-    texts = {
-        400: "Invalid input; `error.fields` names each field at fault.",
-        401: "Missing or invalid bearer token.",
-        403: "Not allowed for this token (e.g. a privileged category or a protected item).",
-        404: "No such item in this workspace (items of other workspaces look the same).",
-        409: "Conflicts with the stored state (see the message).",
-        422: "Refused by a rule, e.g. `credential_refused`: the text looks like a secret.",
-    }
-    texts.update({int(k[1:]): v for k, v in described.items()})
-    return {code: OpenApiResponse(ErrorSerializer, description=texts[code]) for code in codes}
-
-
-def _validated_list(serializer_class, items: list, name: str) -> list[dict]:
-    """Validate list elements one by one so errors read ``calls[2].ok``, not ``calls.2.ok``."""
-    validated, errors = [], []
-    for raw in items:
-        element = serializer_class(data=raw)
-        errors.append({} if element.is_valid() else element.errors)
-        validated.append(element.validated_data if not errors[-1] else None)
-    if any(errors):
-        raise serializers.ValidationError({name: errors})
-    return validated
-
-
-def _workspace(request):
-    return request.auth.workspace
-
-
-def _actor(request) -> Actor:
-    return Actor.for_agent(request.user)
-
-
-# --------------------------------------------------------------------------- output shapes
+from memory.knowledge.validation import AGENT_SOURCES
+from memory.models import CONTENT_MAX_CHARS, Category, KnowledgeStatus
 
 
 class KnowledgeOut(serializers.Serializer):
@@ -206,42 +76,6 @@ class RememberOut(KnowledgeOut):
     )
     overlap = serializers.FloatField(allow_null=True)
 
-
-def _page_body(page, results) -> dict:
-    return {
-        "count": page.count,
-        "limit": page.limit,
-        "offset": page.offset,
-        "next_offset": page.next_offset,
-        "results": results,
-    }
-
-
-def _paginated(name: str, item) -> serializers.Serializer:
-    return inline_serializer(
-        name,
-        {
-            "count": serializers.IntegerField(),
-            "limit": serializers.IntegerField(),
-            "offset": serializers.IntegerField(),
-            "next_offset": serializers.IntegerField(allow_null=True),
-            "results": item(many=True) if isinstance(item, type) else item,
-        },
-    )
-
-
-class PageParams(serializers.Serializer):
-    limit = serializers.IntegerField(
-        required=False,
-        min_value=1,
-        max_value=settings.CAIRN_LIST_PAGE_SIZE_MAX,
-        help_text=f"Page size (default {settings.CAIRN_LIST_PAGE_SIZE}, "
-        f"at most {settings.CAIRN_LIST_PAGE_SIZE_MAX}).",
-    )
-    offset = serializers.IntegerField(required=False, min_value=0, max_value=OFFSET_MAX, default=0)
-
-
-# --------------------------------------------------------------------------- knowledge
 
 REMEMBER_EXAMPLE = {
     "content": "Sarah prefers morning meetings, never before 9:00",
@@ -339,7 +173,7 @@ class KnowledgeCollectionApi(APIView):
         responses={
             201: OpenApiResponse(RememberOut, description="Stored as a new item."),
             200: OpenApiResponse(RememberOut, description="Deduplicated into an existing item."),
-            **_errors(400, 401, 403, 422),
+            **errors(400, 401, 403, 422, area=KNOWLEDGE_ERRORS),
         },
         examples=[
             OpenApiExample("A preference", value=REMEMBER_EXAMPLE, request_only=True),
@@ -359,7 +193,7 @@ class KnowledgeCollectionApi(APIView):
         data = RememberIn(data=request.data)
         data.is_valid(raise_exception=True)
         result = knowledge_remember(
-            workspace=_workspace(request), actor=_actor(request), **data.validated_data
+            workspace=_workspace(request), actor=actor(request), **data.validated_data
         )
         return Response(
             _remember_body(result),
@@ -372,7 +206,10 @@ class KnowledgeCollectionApi(APIView):
         description="Active, current (not superseded), non-sensitive items unless asked "
         "otherwise. Listing does not count as use.",
         parameters=[KnowledgeListParams],
-        responses={200: _paginated("KnowledgePage", KnowledgeOut), **_errors(400, 401)},
+        responses={
+            200: _paginated("KnowledgePage", KnowledgeOut),
+            **errors(400, 401, area=KNOWLEDGE_ERRORS),
+        },
         tags=[TAG_KNOWLEDGE],
     )
     def get(self, request):
@@ -427,7 +264,7 @@ class KnowledgeBatchApi(APIView):
                     ),
                 },
             ),
-            **_errors(400, 401, 403, 422),
+            **errors(400, 401, 403, 422, area=KNOWLEDGE_ERRORS),
         },
         examples=[
             OpenApiExample(
@@ -448,7 +285,7 @@ class KnowledgeBatchApi(APIView):
         data.is_valid(raise_exception=True)
         items = _validated_list(RememberIn, data.validated_data["items"], "items")
         results = knowledge_remember_many(
-            workspace=_workspace(request), actor=_actor(request), items=items
+            workspace=_workspace(request), actor=actor(request), items=items
         )
         created = sum(1 for r in results if r.created)
         return Response(
@@ -505,7 +342,7 @@ class KnowledgeDetailApi(APIView):
     @extend_schema(
         operation_id="knowledge_read",
         summary="Read one knowledge item",
-        responses={200: KnowledgeOut, **_errors(401, 404)},
+        responses={200: KnowledgeOut, **errors(401, 404, area=KNOWLEDGE_ERRORS)},
         tags=[TAG_KNOWLEDGE],
     )
     def get(self, request, item_id: int):
@@ -523,7 +360,7 @@ class KnowledgeDetailApi(APIView):
             "superseded or archived version is a 409."
         ),
         request=KnowledgePatchIn,
-        responses={200: UpdateOut, **_errors(400, 401, 403, 404, 409, 422)},
+        responses={200: UpdateOut, **errors(400, 401, 403, 404, 409, 422, area=KNOWLEDGE_ERRORS)},
         examples=[
             OpenApiExample(
                 "Reword",
@@ -544,7 +381,7 @@ class KnowledgeDetailApi(APIView):
         result = knowledge_update(
             workspace=_workspace(request),
             item_id=item_id,
-            actor=_actor(request),
+            actor=actor(request),
             changes=dict(data.validated_data),
         )
         body = dict(KnowledgeOut(result.item).data)
@@ -557,12 +394,12 @@ class KnowledgeDetailApi(APIView):
         description="An agent's DELETE archives: the item leaves recall and the memory block "
         "but the row is kept, and a person can restore it. Forgetting an archived item "
         "answers the same. Only a person can really delete (in the review UI).",
-        responses={200: ForgetOut, **_errors(401, 403, 404)},
+        responses={200: ForgetOut, **errors(401, 403, 404, area=KNOWLEDGE_ERRORS)},
         tags=[TAG_KNOWLEDGE],
     )
     def delete(self, request, item_id: int):
         item = knowledge_forget(
-            workspace=_workspace(request), item_id=item_id, actor=_actor(request)
+            workspace=_workspace(request), item_id=item_id, actor=actor(request)
         )
         return Response(
             {
@@ -572,433 +409,3 @@ class KnowledgeDetailApi(APIView):
                 "message": "Archived: out of recall, kept, restorable by a person.",
             }
         )
-
-
-# --------------------------------------------------------------------------- recall
-
-
-class RecallIn(StrictSerializer):
-    query = TextField(max_length=CONTENT_MAX_CHARS)
-    context = TextField(
-        max_length=200,
-        required=False,
-        help_text="Only items in this context or in global. Omit for every context.",
-    )
-    category = serializers.ChoiceField(choices=Category.choices, required=False)
-    entity = TextField(max_length=200, required=False, allow_blank=True)
-    top_k = serializers.IntegerField(
-        required=False,
-        min_value=1,
-        max_value=settings.CAIRN_RECALL_TOP_K_MAX,
-        help_text="Default by query complexity: 3 for short simple queries (≤ 7 words), 10 "
-        "for long ones (> 20 words) or breadth words (compare, history, all, every, list, "
-        "across, between), else 5.",
-    )
-    time_from = serializers.DateTimeField(required=False, help_text="created_at lower bound")
-    time_to = serializers.DateTimeField(required=False, help_text="created_at upper bound")
-    include_sensitive = serializers.BooleanField(required=False, default=False)
-    embedding = EmbeddingField()
-
-
-class RecallHitOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    content = serializers.CharField()
-    category = serializers.CharField()
-    domain = serializers.CharField()
-    entity = serializers.CharField()
-    context = serializers.CharField()
-    sensitive = serializers.BooleanField()
-    source = serializers.CharField()
-    confidence = serializers.FloatField()
-    metadata = serializers.DictField()
-    due_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    vector_rank = serializers.IntegerField(
-        allow_null=True, help_text="Rank in the vector candidate list (1 = nearest)."
-    )
-    text_rank = serializers.IntegerField(
-        allow_null=True, help_text="Rank in the full-text candidate list (1 = best)."
-    )
-    relevance = serializers.FloatField(
-        help_text="Reciprocal-rank fusion w_vec/(60+vector_rank) + w_text/(60+text_rank), "
-        "scaled so that rank 1 in both lists is 1.0."
-    )
-    score = serializers.FloatField(help_text="relevance + 0.05 × confidence")
-
-
-class RecallApi(APIView):
-    @extend_schema(
-        operation_id="recall",
-        summary="Recall: hybrid search of the knowledge store",
-        description=(
-            "Vector (pgvector cosine, HNSW) and full-text candidates fused by reciprocal rank; "
-            "score = relevance + 0.05 × confidence, so strength only breaks near-ties. "
-            "Archived and superseded items never appear; sensitive ones only with "
-            "include_sensitive. Recalled items get last_used_at and use_count refreshed; "
-            "recall never changes confidence."
-        ),
-        request=RecallIn,
-        responses={
-            200: inline_serializer(
-                "RecallOut",
-                {
-                    "query": serializers.CharField(),
-                    "top_k": serializers.IntegerField(),
-                    "results": RecallHitOut(many=True),
-                },
-            ),
-            **_errors(400, 401),
-        },
-        examples=[
-            OpenApiExample(
-                "When does Sarah like to meet?",
-                value={"query": "when does Sarah like to meet?", "context": "work"},
-                request_only=True,
-            )
-        ],
-        tags=[TAG_KNOWLEDGE],
-    )
-    def post(self, request):
-        data = RecallIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = knowledge_recall(workspace=_workspace(request), **data.validated_data)
-        return Response(
-            {
-                "query": data.validated_data["query"],
-                "top_k": result.top_k,
-                "results": RecallHitOut(result.hits, many=True).data,
-            }
-        )
-
-
-# --------------------------------------------------------------------------- conversations
-
-
-class TurnIn(StrictSerializer):
-    role = serializers.ChoiceField(choices=TurnRole.choices)
-    content = TextField(max_length=TURN_CONTENT_MAX_CHARS)
-    turn_index = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
-    context = TextField(max_length=200, required=False, default="global")
-    at = serializers.DateTimeField(required=False, help_text="When it was said (default now).")
-    incognito = serializers.BooleanField(
-        required=False,
-        default=False,
-        help_text='Nothing is recorded; the answer is 202 {"recorded": false}. Send it with '
-        "every turn and tool call of an incognito session.",
-    )
-
-
-class TurnOut(serializers.Serializer):
-    recorded = serializers.BooleanField()
-    id = serializers.IntegerField(required=False)
-    session_id = serializers.CharField(required=False)
-    role = serializers.CharField(required=False)
-    turn_index = serializers.IntegerField(required=False)
-    context = serializers.CharField(required=False)
-    created_at = serializers.DateTimeField(required=False)
-
-
-class TurnRowOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    session_id = serializers.CharField()
-    role = serializers.CharField()
-    turn_index = serializers.IntegerField()
-    content = serializers.CharField()
-    context = serializers.CharField()
-    created_at = serializers.DateTimeField()
-
-
-def _session_id(raw: str) -> str:
-    if len(raw) > 200 or "\x00" in raw or _SURROGATE.search(raw) or not raw.strip():
-        raise serializers.ValidationError(
-            {"session_id": ["Must be 1–200 characters without NUL characters."]}
-        )
-    return raw
-
-
-class SessionTurnsApi(APIView):
-    @extend_schema(
-        operation_id="session_turn_store",
-        summary="Store a conversation turn",
-        description="201 when stored; 200 when the same turn (session, turn_index, role, "
-        "content) was stored before (a retry); 409 when that turn exists with other content; "
-        '202 `{"recorded": false}` for incognito. Credentials are refused (422).',
-        request=TurnIn,
-        responses={
-            201: TurnOut,
-            200: OpenApiResponse(TurnOut, description="Already stored (retry)."),
-            202: OpenApiResponse(TurnOut, description="Incognito: nothing recorded."),
-            **_errors(400, 401, 409, 422),
-        },
-        examples=[
-            OpenApiExample(
-                "User turn",
-                value={
-                    "role": "user",
-                    "content": "Can you move the standup to 10?",
-                    "turn_index": 0,
-                },
-                request_only=True,
-            )
-        ],
-        tags=[TAG_CONVERSATIONS],
-    )
-    def post(self, request, session_id: str):
-        session_id = _session_id(session_id)
-        data = TurnIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = turn_store(
-            workspace=_workspace(request),
-            agent=request.user,
-            session_id=session_id,
-            **data.validated_data,
-        )
-        if not result.recorded:
-            return Response({"recorded": False}, status=status.HTTP_202_ACCEPTED)
-        turn = result.turn
-        return Response(
-            {
-                "recorded": True,
-                "id": turn.pk,
-                "session_id": turn.session_id,
-                "role": turn.role,
-                "turn_index": turn.turn_index,
-                "context": turn.context,
-                "created_at": serializers.DateTimeField().to_representation(turn.created_at),
-            },
-            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
-        )
-
-    @extend_schema(
-        operation_id="session_turns_list",
-        summary="A session's turns in order (paginated)",
-        parameters=[PageParams],
-        responses={200: _paginated("TurnPage", TurnRowOut), **_errors(400, 401)},
-        tags=[TAG_CONVERSATIONS],
-    )
-    def get(self, request, session_id: str):
-        session_id = _session_id(session_id)
-        params = PageParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        page = turns_list(
-            workspace=_workspace(request), session_id=session_id, **params.validated_data
-        )
-        return Response(_page_body(page, TurnRowOut(page.items, many=True).data))
-
-
-class ConversationSearchParams(PageParams):
-    q = TextField(max_length=500, help_text="Words to find (web-search syntax).")
-    session_id = TextField(max_length=200, required=False)
-    context = TextField(max_length=200, required=False)
-    role = serializers.ChoiceField(choices=TurnRole.choices, required=False)
-    time_from = serializers.DateTimeField(required=False)
-    time_to = serializers.DateTimeField(required=False)
-
-
-class ConversationHitOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    session_id = serializers.CharField()
-    role = serializers.CharField()
-    turn_index = serializers.IntegerField()
-    context = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    rank = serializers.FloatField()
-    snippet = serializers.CharField(help_text="Matching fragments, matches in **bold**.")
-
-
-class ConversationSearchApi(APIView):
-    @extend_schema(
-        operation_id="conversations_search",
-        summary="Search past conversations (full text, ranked snippets)",
-        description="Turns matching every word rank first; when none match every word, turns "
-        "matching any word are returned (`mode: any`).",
-        parameters=[ConversationSearchParams],
-        responses={
-            200: inline_serializer(
-                "ConversationSearchOut",
-                {
-                    "count": serializers.IntegerField(),
-                    "limit": serializers.IntegerField(),
-                    "offset": serializers.IntegerField(),
-                    "next_offset": serializers.IntegerField(allow_null=True),
-                    "mode": serializers.ChoiceField(choices=["all", "any"]),
-                    "results": ConversationHitOut(many=True),
-                },
-            ),
-            **_errors(400, 401),
-        },
-        tags=[TAG_CONVERSATIONS],
-    )
-    def get(self, request):
-        params = ConversationSearchParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        page, mode = conversation_search(workspace=_workspace(request), **params.validated_data)
-        body = _page_body(page, ConversationHitOut(page.items, many=True).data)
-        body["mode"] = mode
-        return Response(body)
-
-
-# --------------------------------------------------------------------------- tool calls
-
-
-class ToolCallIn(StrictSerializer):
-    session_id = TextField(max_length=200)
-    tool = TextField(max_length=100)
-    operation_key = TextField(
-        max_length=200, help_text="The operation, e.g. `git push` or `pytest tests/api`."
-    )
-    ok = serializers.BooleanField()
-    error = TextField(
-        max_length=settings.CAIRN_TOOL_CALL_ERROR_MAX_CHARS, required=False, allow_blank=True
-    )
-    duration_ms = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
-    at = serializers.DateTimeField(required=False, help_text="When it ran (default now).")
-    incognito = serializers.BooleanField(required=False, default=False)
-
-
-class ToolCallsIn(StrictSerializer):
-    calls = serializers.ListField(
-        child=serializers.DictField(), min_length=1, max_length=settings.CAIRN_TOOL_CALL_BATCH_MAX
-    )
-
-
-class ToolCallsDoc(StrictSerializer):
-    """The documented shape; elements are validated one by one with ToolCallIn."""
-
-    calls = ToolCallIn(many=True, allow_empty=False, max_length=settings.CAIRN_TOOL_CALL_BATCH_MAX)
-
-
-class ToolCallsApi(APIView):
-    @extend_schema(
-        operation_id="tool_calls_log",
-        summary="Log tool calls (batch, all or none)",
-        description=(
-            "A failed call stores (or refreshes) one active `error` knowledge item per "
-            "`operation_key` (source error_auto); a later successful call on the same operation "
-            "archives it. Calls marked incognito are not recorded; when nothing was recorded "
-            "the answer is 202 with `recorded: false`."
-        ),
-        request=ToolCallsDoc,
-        responses={
-            201: inline_serializer(
-                "ToolCallsOut",
-                {
-                    "recorded": serializers.BooleanField(),
-                    "count": serializers.IntegerField(),
-                    "incognito": serializers.IntegerField(),
-                    "error_items": serializers.ListField(child=serializers.IntegerField()),
-                    "resolved_items": serializers.ListField(child=serializers.IntegerField()),
-                },
-            ),
-            202: OpenApiResponse(
-                OpenApiTypes.OBJECT, description="Nothing recorded (all calls incognito)."
-            ),
-            **_errors(400, 401, 422),
-        },
-        examples=[
-            OpenApiExample(
-                "A failure then a fix",
-                value={
-                    "calls": [
-                        {
-                            "session_id": "s-42",
-                            "tool": "shell",
-                            "operation_key": "pytest",
-                            "ok": False,
-                            "error": "3 failed",
-                            "duration_ms": 5400,
-                        },
-                        {
-                            "session_id": "s-42",
-                            "tool": "shell",
-                            "operation_key": "pytest",
-                            "ok": True,
-                            "duration_ms": 5100,
-                        },
-                    ]
-                },
-                request_only=True,
-            )
-        ],
-        tags=[TAG_CONVERSATIONS],
-    )
-    def post(self, request):
-        data = ToolCallsIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        calls = _validated_list(ToolCallIn, data.validated_data["calls"], "calls")
-        result = tool_calls_log(workspace=_workspace(request), agent=request.user, calls=calls)
-        body = {
-            "recorded": result.recorded > 0,
-            "count": result.recorded,
-            "incognito": result.incognito,
-            "error_items": [i.pk for i in result.error_items if i.status == KnowledgeStatus.ACTIVE],
-            "resolved_items": [i.pk for i in result.resolved_items],
-        }
-        return Response(
-            body, status=status.HTTP_201_CREATED if result.recorded else status.HTTP_202_ACCEPTED
-        )
-
-
-class ToolStatsParams(serializers.Serializer):
-    tool = TextField(max_length=100, required=False)
-    since = serializers.DateTimeField(required=False)
-
-
-class ToolCallStatsApi(APIView):
-    @extend_schema(
-        operation_id="tool_calls_stats",
-        summary="Per-tool success rates and recent errors",
-        parameters=[ToolStatsParams],
-        responses={
-            200: inline_serializer(
-                "ToolStatsOut",
-                {
-                    "tools": inline_serializer(
-                        "ToolStat",
-                        {
-                            "tool": serializers.CharField(),
-                            "total": serializers.IntegerField(),
-                            "ok": serializers.IntegerField(),
-                            "failed": serializers.IntegerField(),
-                            "success_rate": serializers.FloatField(),
-                            "avg_duration_ms": serializers.FloatField(allow_null=True),
-                            "last_at": serializers.DateTimeField(),
-                            "last_error": serializers.CharField(allow_null=True),
-                        },
-                        many=True,
-                    ),
-                    "recent_errors": inline_serializer(
-                        "ToolError",
-                        {
-                            "tool": serializers.CharField(),
-                            "operation_key": serializers.CharField(),
-                            "error": serializers.CharField(),
-                            "at": serializers.DateTimeField(),
-                            "session_id": serializers.CharField(),
-                        },
-                        many=True,
-                    ),
-                },
-            ),
-            **_errors(400, 401),
-        },
-        tags=[TAG_CONVERSATIONS],
-    )
-    def get(self, request):
-        params = ToolStatsParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        stats = tool_call_stats(workspace=_workspace(request), **params.validated_data)
-        return Response(stats)
-
-
-urlpatterns = [
-    path("knowledge/", KnowledgeCollectionApi.as_view(), name="knowledge"),
-    path("knowledge/batch/", KnowledgeBatchApi.as_view(), name="knowledge-batch"),
-    path("knowledge/<int:item_id>/", KnowledgeDetailApi.as_view(), name="knowledge-detail"),
-    path("recall/", RecallApi.as_view(), name="recall"),
-    path("sessions/<str:session_id>/turns/", SessionTurnsApi.as_view(), name="session-turns"),
-    path("conversations/search/", ConversationSearchApi.as_view(), name="conversations-search"),
-    path("tool-calls/", ToolCallsApi.as_view(), name="tool-calls"),
-    path("tool-calls/stats/", ToolCallStatsApi.as_view(), name="tool-calls-stats"),
-]

@@ -1,4 +1,4 @@
-"""Agent API (SPEC section 11). One API class per operation, nested serializers."""
+"""Health of the server's parts, for probes (SPEC section 11). No token needed."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents.apis.common import TAG_HEALTH
 from cairn.health import health
 
 
@@ -36,31 +37,11 @@ class HealthApi(APIView):
                 },
             ),
         },
-        tags=["health"],
+        tags=[TAG_HEALTH],
     )
     def get(self, request):
         healthy, body = health()
         return Response(body, status=200 if healthy else 503)
-
-
-class WhoAmIApi(APIView):
-    class OutputSerializer(serializers.Serializer):
-        agent = serializers.CharField()
-        workspace = serializers.CharField()
-        scope = serializers.CharField()
-
-    @extend_schema(
-        summary="The agent and workspace this token belongs to",
-        responses=OutputSerializer,
-        tags=["identity"],
-    )
-    def get(self, request):
-        token = request.auth
-        return Response(
-            self.OutputSerializer(
-                {"agent": token.agent.name, "workspace": token.workspace.name, "scope": token.scope}
-            ).data
-        )
 
 
 @extend_schema_view(get=extend_schema(exclude=True))

@@ -1,0 +1,192 @@
+"""Agent API: conversation turns per session, and full-text search over them
+(SPEC sections 3 and 11)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents.apis.common import (
+    _SURROGATE,
+    KNOWLEDGE_ERRORS,
+    TAG_CONVERSATIONS,
+    PageParams,
+    StrictSerializer,
+    TextField,
+    _page_body,
+    _paginated,
+    _workspace,
+    errors,
+)
+from memory.knowledge.conversations import turn_store
+from memory.knowledge.selectors import conversation_search, turns_list
+from memory.models.conversations import TURN_CONTENT_MAX_CHARS, TurnRole
+
+
+class TurnIn(StrictSerializer):
+    role = serializers.ChoiceField(choices=TurnRole.choices)
+    content = TextField(max_length=TURN_CONTENT_MAX_CHARS)
+    turn_index = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
+    context = TextField(max_length=200, required=False, default="global")
+    at = serializers.DateTimeField(required=False, help_text="When it was said (default now).")
+    incognito = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text='Nothing is recorded; the answer is 202 {"recorded": false}. Send it with '
+        "every turn and tool call of an incognito session.",
+    )
+
+
+class TurnOut(serializers.Serializer):
+    recorded = serializers.BooleanField()
+    id = serializers.IntegerField(required=False)
+    session_id = serializers.CharField(required=False)
+    role = serializers.CharField(required=False)
+    turn_index = serializers.IntegerField(required=False)
+    context = serializers.CharField(required=False)
+    created_at = serializers.DateTimeField(required=False)
+
+
+class TurnRowOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    session_id = serializers.CharField()
+    role = serializers.CharField()
+    turn_index = serializers.IntegerField()
+    content = serializers.CharField()
+    context = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+def _session_id(raw: str) -> str:
+    if len(raw) > 200 or "\x00" in raw or _SURROGATE.search(raw) or not raw.strip():
+        raise serializers.ValidationError(
+            {"session_id": ["Must be 1–200 characters without NUL characters."]}
+        )
+    return raw
+
+
+class SessionTurnsApi(APIView):
+    @extend_schema(
+        operation_id="session_turn_store",
+        summary="Store a conversation turn",
+        description="201 when stored; 200 when the same turn (session, turn_index, role, "
+        "content) was stored before (a retry); 409 when that turn exists with other content; "
+        '202 `{"recorded": false}` for incognito. Credentials are refused (422).',
+        request=TurnIn,
+        responses={
+            201: TurnOut,
+            200: OpenApiResponse(TurnOut, description="Already stored (retry)."),
+            202: OpenApiResponse(TurnOut, description="Incognito: nothing recorded."),
+            **errors(400, 401, 409, 422, area=KNOWLEDGE_ERRORS),
+        },
+        examples=[
+            OpenApiExample(
+                "User turn",
+                value={
+                    "role": "user",
+                    "content": "Can you move the standup to 10?",
+                    "turn_index": 0,
+                },
+                request_only=True,
+            )
+        ],
+        tags=[TAG_CONVERSATIONS],
+    )
+    def post(self, request, session_id: str):
+        session_id = _session_id(session_id)
+        data = TurnIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = turn_store(
+            workspace=_workspace(request),
+            agent=request.user,
+            session_id=session_id,
+            **data.validated_data,
+        )
+        if not result.recorded:
+            return Response({"recorded": False}, status=status.HTTP_202_ACCEPTED)
+        turn = result.turn
+        return Response(
+            {
+                "recorded": True,
+                "id": turn.pk,
+                "session_id": turn.session_id,
+                "role": turn.role,
+                "turn_index": turn.turn_index,
+                "context": turn.context,
+                "created_at": serializers.DateTimeField().to_representation(turn.created_at),
+            },
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+    @extend_schema(
+        operation_id="session_turns_list",
+        summary="A session's turns in order (paginated)",
+        parameters=[PageParams],
+        responses={
+            200: _paginated("TurnPage", TurnRowOut),
+            **errors(400, 401, area=KNOWLEDGE_ERRORS),
+        },
+        tags=[TAG_CONVERSATIONS],
+    )
+    def get(self, request, session_id: str):
+        session_id = _session_id(session_id)
+        params = PageParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        page = turns_list(
+            workspace=_workspace(request), session_id=session_id, **params.validated_data
+        )
+        return Response(_page_body(page, TurnRowOut(page.items, many=True).data))
+
+
+class ConversationSearchParams(PageParams):
+    q = TextField(max_length=500, help_text="Words to find (web-search syntax).")
+    session_id = TextField(max_length=200, required=False)
+    context = TextField(max_length=200, required=False)
+    role = serializers.ChoiceField(choices=TurnRole.choices, required=False)
+    time_from = serializers.DateTimeField(required=False)
+    time_to = serializers.DateTimeField(required=False)
+
+
+class ConversationHitOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    session_id = serializers.CharField()
+    role = serializers.CharField()
+    turn_index = serializers.IntegerField()
+    context = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    rank = serializers.FloatField()
+    snippet = serializers.CharField(help_text="Matching fragments, matches in **bold**.")
+
+
+class ConversationSearchApi(APIView):
+    @extend_schema(
+        operation_id="conversations_search",
+        summary="Search past conversations (full text, ranked snippets)",
+        description="Turns matching every word rank first; when none match every word, turns "
+        "matching any word are returned (`mode: any`).",
+        parameters=[ConversationSearchParams],
+        responses={
+            200: inline_serializer(
+                "ConversationSearchOut",
+                {
+                    "count": serializers.IntegerField(),
+                    "limit": serializers.IntegerField(),
+                    "offset": serializers.IntegerField(),
+                    "next_offset": serializers.IntegerField(allow_null=True),
+                    "mode": serializers.ChoiceField(choices=["all", "any"]),
+                    "results": ConversationHitOut(many=True),
+                },
+            ),
+            **errors(400, 401, area=KNOWLEDGE_ERRORS),
+        },
+        tags=[TAG_CONVERSATIONS],
+    )
+    def get(self, request):
+        params = ConversationSearchParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        page, mode = conversation_search(workspace=_workspace(request), **params.validated_data)
+        body = _page_body(page, ConversationHitOut(page.items, many=True).data)
+        body["mode"] = mode
+        return Response(body)

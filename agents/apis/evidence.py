@@ -1,0 +1,72 @@
+"""Agent API: outside evidence about a lesson or knowledge item (SPEC sections 4 and 11)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents.apis.common import BIGINT_MAX, LEARNING_ERRORS, TAG_OUTCOMES, errors
+from memory.lessons.evidence import evidence_record
+from memory.models import EvidenceKind, TargetType
+
+
+class EvidenceCreateApi(APIView):
+    class EvidenceInputSerializer(serializers.Serializer):
+        evidence_id = serializers.CharField(max_length=200)
+        kind = serializers.ChoiceField(
+            choices=[
+                EvidenceKind.DIFF_ACCEPTED,
+                EvidenceKind.USER_CONFIRMED,
+                EvidenceKind.SELF_REPORT,
+            ]
+        )
+        target_type = serializers.ChoiceField(choices=TargetType.choices)
+        target_id = serializers.IntegerField(min_value=1, max_value=BIGINT_MAX)
+
+    class EvidenceOutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        evidence_id = serializers.CharField()
+        kind = serializers.CharField()
+        target_type = serializers.CharField()
+        target_id = serializers.IntegerField()
+        confidence_before = serializers.FloatField()
+        confidence_after = serializers.FloatField()
+        state = serializers.CharField(allow_null=True, help_text="the lesson's state after")
+
+    @extend_schema(
+        operation_id="evidence_create",
+        summary="Post evidence about a lesson or knowledge item",
+        description=(
+            "`diff_accepted` and `user_confirmed` add +0.15; `self_report` is recorded and "
+            "worth zero (it refreshes recency only). Idempotent on `evidence_id` per "
+            "workspace: the same id again answers 200 with the same body."
+        ),
+        request=EvidenceInputSerializer,
+        responses={
+            201: EvidenceOutputSerializer,
+            200: OpenApiResponse(EvidenceOutputSerializer, description="A retry: the stored body."),
+            **errors(400, 401, 404, 422, area=LEARNING_ERRORS),
+        },
+        examples=[
+            OpenApiExample(
+                "A person accepted the diff",
+                request_only=True,
+                value={
+                    "evidence_id": "review-981",
+                    "kind": "diff_accepted",
+                    "target_type": "lesson",
+                    "target_id": 12,
+                },
+            )
+        ],
+        tags=[TAG_OUTCOMES],
+    )
+    def post(self, request):
+        serializer = self.EvidenceInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        body, created = evidence_record(
+            workspace=request.auth.workspace, agent=request.user, **serializer.validated_data
+        )
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

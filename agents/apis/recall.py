@@ -1,0 +1,116 @@
+"""Agent API: recall, the hybrid search of the knowledge store (SPEC sections 3 and 11)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents.apis.common import (
+    KNOWLEDGE_ERRORS,
+    TAG_KNOWLEDGE,
+    EmbeddingField,
+    StrictSerializer,
+    TextField,
+    _workspace,
+    errors,
+)
+from memory.knowledge.recall import knowledge_recall
+from memory.models import CONTENT_MAX_CHARS, Category
+
+
+class RecallIn(StrictSerializer):
+    query = TextField(max_length=CONTENT_MAX_CHARS)
+    context = TextField(
+        max_length=200,
+        required=False,
+        help_text="Only items in this context or in global. Omit for every context.",
+    )
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+    entity = TextField(max_length=200, required=False, allow_blank=True)
+    top_k = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=settings.CAIRN_RECALL_TOP_K_MAX,
+        help_text="Default by query complexity: 3 for short simple queries (≤ 7 words), 10 "
+        "for long ones (> 20 words) or breadth words (compare, history, all, every, list, "
+        "across, between), else 5.",
+    )
+    time_from = serializers.DateTimeField(required=False, help_text="created_at lower bound")
+    time_to = serializers.DateTimeField(required=False, help_text="created_at upper bound")
+    include_sensitive = serializers.BooleanField(required=False, default=False)
+    embedding = EmbeddingField()
+
+
+class RecallHitOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    content = serializers.CharField()
+    category = serializers.CharField()
+    domain = serializers.CharField()
+    entity = serializers.CharField()
+    context = serializers.CharField()
+    sensitive = serializers.BooleanField()
+    source = serializers.CharField()
+    confidence = serializers.FloatField()
+    metadata = serializers.DictField()
+    due_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    vector_rank = serializers.IntegerField(
+        allow_null=True, help_text="Rank in the vector candidate list (1 = nearest)."
+    )
+    text_rank = serializers.IntegerField(
+        allow_null=True, help_text="Rank in the full-text candidate list (1 = best)."
+    )
+    relevance = serializers.FloatField(
+        help_text="Reciprocal-rank fusion w_vec/(60+vector_rank) + w_text/(60+text_rank), "
+        "scaled so that rank 1 in both lists is 1.0."
+    )
+    score = serializers.FloatField(help_text="relevance + 0.05 × confidence")
+
+
+class RecallApi(APIView):
+    @extend_schema(
+        operation_id="recall",
+        summary="Recall: hybrid search of the knowledge store",
+        description=(
+            "Vector (pgvector cosine, HNSW) and full-text candidates fused by reciprocal rank; "
+            "score = relevance + 0.05 × confidence, so strength only breaks near-ties. "
+            "Archived and superseded items never appear; sensitive ones only with "
+            "include_sensitive. Recalled items get last_used_at and use_count refreshed; "
+            "recall never changes confidence."
+        ),
+        request=RecallIn,
+        responses={
+            200: inline_serializer(
+                "RecallOut",
+                {
+                    "query": serializers.CharField(),
+                    "top_k": serializers.IntegerField(),
+                    "results": RecallHitOut(many=True),
+                },
+            ),
+            **errors(400, 401, area=KNOWLEDGE_ERRORS),
+        },
+        examples=[
+            OpenApiExample(
+                "When does Sarah like to meet?",
+                value={"query": "when does Sarah like to meet?", "context": "work"},
+                request_only=True,
+            )
+        ],
+        tags=[TAG_KNOWLEDGE],
+    )
+    def post(self, request):
+        data = RecallIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = knowledge_recall(workspace=_workspace(request), **data.validated_data)
+        return Response(
+            {
+                "query": data.validated_data["query"],
+                "top_k": result.top_k,
+                "results": RecallHitOut(result.hits, many=True).data,
+            }
+        )
