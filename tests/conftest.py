@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.factories import AgentFactory, WorkspaceFactory
+from tests.factories.identity import AgentFactory, WorkspaceFactory
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -99,7 +99,7 @@ def api(agent):
     """An APIClient authenticated as ``agent`` with an agent-scoped token."""
     from rest_framework.test import APIClient
 
-    from memory.services.identity import token_issue
+    from memory.identity.services import token_issue
 
     client = APIClient()
     issued = token_issue(agent=agent)
@@ -115,7 +115,7 @@ def make_api(db):
     """Factory: an authenticated APIClient for a new agent (optionally in a workspace)."""
     from rest_framework.test import APIClient
 
-    from memory.services.identity import token_issue
+    from memory.identity.services import token_issue
 
     def make(*, workspace=None, scope="agent", name=None):
         agent = AgentFactory(
@@ -134,7 +134,7 @@ def make_api(db):
 @pytest.fixture
 def member_client(db, client):
     """Factory: a logged-in Django test client with ``role`` in ``workspace``."""
-    from memory.services.identity import user_create
+    from memory.identity.services import user_create
 
     counter = {"n": 0}
 

@@ -9,9 +9,10 @@ import pytest
 from django.utils import timezone
 
 from memory.models import ConfidenceChange, Lesson
-from tests.factories_lessons import BLOG, SHOP, KnowledgeFactory, LessonFactory, digest
+from tests.factories.lessons import BLOG, SHOP, KnowledgeFactory, LessonFactory, digest
 
 URL = "/api/v1/context/"
+CHECK_URL = "/api/v1/lessons/check/"
 
 
 def get(api, **params):
@@ -146,7 +147,7 @@ def test_it_names_the_project_by_path_when_there_is_no_remote(api):
 
 
 def _path_digest(path):
-    from memory.services.projects import project_digest
+    from memory.identity.projects import project_digest
 
     return project_digest(path=path)
 
@@ -160,3 +161,27 @@ def test_it_refuses_a_time_outside_the_calendar_it_can_render(api):
     response = api.get(URL, {"now": "9999-12-31T23:59:59Z"})
     assert response.status_code == 400
     assert "now" in response.json()["error"]["fields"]
+
+
+def test_it_answers_the_decision_time_check_for_one_operation(api):
+    ws = api.agent.workspace
+    about = LessonFactory(workspace=ws, operation_key="pytest:.", confidence=0.7)
+    warns = LessonFactory(
+        workspace=ws, operation_key="pytest:.", avoid_operation_key="pytest:tests/"
+    )
+    LessonFactory(workspace=ws, operation_key="npm:test")
+    error = KnowledgeFactory(
+        workspace=ws, category="error", operation_key="pytest:tests/", content="No conftest."
+    )
+    response = api.get(CHECK_URL, {"operation_key": "pytest:tests/", "project_remote": SHOP})
+    assert response.status_code == 200
+    body = response.json()
+    assert [lesson["id"] for lesson in body["lessons"]] == [warns.pk]
+    assert [item["id"] for item in body["errors"]] == [error.pk]
+    assert body["blockers"] == []
+    assert "No conftest." in body["text"]
+    about_check = api.get(CHECK_URL, {"operation_key": "pytest:.", "project_remote": SHOP})
+    assert [lesson["id"] for lesson in about_check.json()["lessons"]] == [about.pk, warns.pk]
+    warns.refresh_from_db()
+    assert warns.use_count == 2 and warns.confidence == 0.5  # recency, never confidence
+    assert api.get(CHECK_URL).status_code == 400  # operation_key is required

@@ -1,19 +1,11 @@
-"""POST/GET /api/v1/skills/{name}/deltas/, POST /api/v1/feedback/, and /api/v1/facts/."""
+"""POST/GET /api/v1/skills/{name}/deltas/, and unstorable text on every skills-area write."""
 
 import pytest
 
 from memory.models import AuditEvent, LearnedFact, SkillDelta
-from tests.factories_skills import declare_tools, post_delta, preference, register
+from tests.factories.skills import declare_tools, post_delta, preference, register
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ready(api):
-    """A registered triage-inbox skill and the email agent's tool registry."""
-    assert register(api).status_code == 201
-    declare_tools(api)
-    return api
 
 
 def test_a_trusted_preference_is_staged_with_its_anchor(ready):
@@ -341,105 +333,6 @@ def test_auto_approve_applies_only_to_trusted_user_instruction(ready):
 
 def test_auto_approve_is_off_by_default(ready):
     assert preference(ready).json()["status"] == "staged"
-
-
-# --------------------------------------------------------------------------- feedback
-
-
-def test_feedback_counts_attributed_deltas(ready):
-    delta_id = preference(ready).json()["id"]
-    for positive in (True, True, False):
-        response = ready.post(
-            "/api/v1/feedback/",
-            {
-                "action_type": "triage",
-                "scope": "skill:triage-inbox",
-                "positive": positive,
-                "delta_ids": [delta_id],
-            },
-            format="json",
-        )
-        assert response.status_code == 201
-    body = response.json()
-    assert body["progress"]["samples"] == 3
-    assert body["progress"]["positive"] == 2
-    assert body["progress"]["message"] == "3 of 5 samples on scope 'skill:triage-inbox'"
-    delta = SkillDelta.objects.get(pk=delta_id)
-    assert (delta.attempt_count, delta.success_count) == (3, 2)
-
-
-def test_feedback_validates_its_input(ready):
-    for body, field in (
-        ({"scope": "s", "positive": True}, "action_type"),
-        ({"action_type": "a", "positive": True}, "scope"),
-        ({"action_type": "a", "scope": "s"}, "positive"),
-        ({"action_type": "a", "scope": "s", "positive": True, "delta_ids": ["x"]}, "delta_ids.0"),
-    ):
-        response = ready.post("/api/v1/feedback/", body, format="json")
-        assert response.status_code == 400
-        assert field in response.json()["error"]["fields"], response.json()
-    unknown = ready.post(
-        "/api/v1/feedback/",
-        {"action_type": "a", "scope": "s", "positive": True, "delta_ids": [999999]},
-        format="json",
-    )
-    assert unknown.status_code == 422
-    assert unknown.json()["error"]["code"] == "unknown_delta"
-
-
-# --------------------------------------------------------------------------- facts
-
-
-def test_facts_supersede_and_report_consumers(ready):
-    url = "/api/v1/facts/priority_senders/alice@example.com/"
-    created = ready.put(url, {"value": True}, format="json")
-    assert created.status_code == 201
-    assert created.json()["provenance_source"] == "user_instruction"
-    assert ready.put(url, {"value": True}, format="json").status_code == 200
-    assert LearnedFact.objects.count() == 1
-    updated = ready.put(url, {"value": {"rank": 1}}, format="json")
-    assert updated.status_code == 200
-    assert ready.get(url).json()["value"] == {"rank": 1}
-    rows = list(LearnedFact.objects.order_by("id"))
-    assert len(rows) == 2
-    assert rows[0].superseded_by_id == rows[1].pk
-    listing = ready.get("/api/v1/facts/priority_senders/").json()
-    assert listing["inert"] is False
-    assert listing["consumers"] == [{"agent": ready.agent.name, "tool": "triage_inbox"}]
-    assert [f["key"] for f in listing["facts"]] == ["alice@example.com"]
-
-
-def test_a_fact_no_tool_reads_is_inert(ready):
-    response = ready.put("/api/v1/facts/followup_hours/cfo/", {"value": 48}, format="json")
-    assert response.json()["inert"] is True
-    assert response.json()["consumers"] == []
-    assert ready.get("/api/v1/facts/followup_hours/").json()["inert"] is True
-
-
-def test_facts_refuse_credentials_bad_names_and_untrusted_sources(ready):
-    secret = ready.put(
-        "/api/v1/facts/creds/github/",
-        {"value": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
-        format="json",
-    )
-    assert secret.status_code == 422
-    assert secret.json()["error"]["code"] == "credential_refused"
-    bad_ns = ready.put("/api/v1/facts/Bad%20NS/k/", {"value": 1}, format="json")
-    assert bad_ns.status_code == 400
-    assert "namespace" in bad_ns.json()["error"]["fields"]
-    no_value = ready.put("/api/v1/facts/ns/k/", {}, format="json")
-    assert no_value.status_code == 400
-    observed = ready.put(
-        "/api/v1/facts/ns/k/",
-        {"value": 1, "provenance": {"source": "observed_content"}},
-        format="json",
-    )
-    assert observed.status_code == 422
-    assert observed.json()["error"]["code"] == "untrusted_fact"
-    big = ready.put("/api/v1/facts/ns/k/", {"value": "x" * 5000}, format="json")
-    assert big.status_code == 422
-    assert LearnedFact.objects.count() == 0
-    assert ready.get("/api/v1/facts/ns/k/").status_code == 404
 
 
 def test_unstorable_text_is_a_400_not_a_500(ready):

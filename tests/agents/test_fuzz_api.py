@@ -19,7 +19,7 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
-from tests.factories_knowledge import KnowledgeFactory
+from tests.factories.knowledge import KnowledgeFactory
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "30"))
 

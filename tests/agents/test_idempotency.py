@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from memory.identity.services import token_issue
 from memory.models import IdempotencyRecord, Knowledge
-from memory.services.identity import token_issue
 
 pytestmark = pytest.mark.django_db
 

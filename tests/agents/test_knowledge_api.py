@@ -4,7 +4,7 @@ import pytest
 from django.utils import timezone
 
 from memory.models import Knowledge
-from tests.factories_knowledge import KnowledgeFactory
+from tests.factories.knowledge import KnowledgeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -307,73 +307,3 @@ def test_another_workspace_can_neither_read_nor_change_nor_detect_items(api, mak
     assert recall["results"] == []
     item.refresh_from_db()
     assert (item.content, item.domain, item.status) == ("Workspace A's secret plan", "", "active")
-
-
-# --------------------------------------------------------------------------- recall
-
-
-def test_recall_answers_ranked_results_with_ranks_and_scores(api):
-    ws = api.agent.workspace
-    item = KnowledgeFactory(workspace=ws, content="Sarah prefers morning meetings")
-    KnowledgeFactory(workspace=ws, content="The build uses Bazel")
-    response = api.post(
-        "/api/v1/recall/", {"query": "when does Sarah like meetings"}, format="json"
-    )
-    assert response.status_code == 200
-    body = response.json()
-    assert body["top_k"] == 3  # short, simple query
-    top = body["results"][0]
-    assert top["id"] == item.pk
-    assert {"vector_rank", "text_rank", "score", "relevance", "confidence"} <= set(top)
-    assert top["score"] == pytest.approx(top["relevance"] + 0.05 * top["confidence"])
-
-
-def test_recall_uses_top_k_and_filters(api):
-    ws = api.agent.workspace
-    for i in range(6):
-        KnowledgeFactory(workspace=ws, content=f"Deploy note {i}", context="work")
-    KnowledgeFactory(workspace=ws, content="Deploy note home", context="home")
-    body = api.post(
-        "/api/v1/recall/", {"query": "deploy", "context": "work", "top_k": 4}, format="json"
-    ).json()
-    assert body["top_k"] == 4 and len(body["results"]) == 4
-    assert {r["context"] for r in body["results"]} == {"work"}
-
-
-def test_recall_counts_use_but_leaves_confidence(api):
-    item = KnowledgeFactory(
-        workspace=api.agent.workspace, content="VPN is WireGuard", confidence=0.6
-    )
-    api.post("/api/v1/recall/", {"query": "which VPN"}, format="json")
-    item.refresh_from_db()
-    assert (item.use_count, item.confidence) == (1, 0.6)
-
-
-@pytest.mark.parametrize(
-    ("body", "field"),
-    [
-        ({}, "query"),
-        ({"query": ""}, "query"),
-        ({"query": "x", "top_k": 0}, "top_k"),
-        ({"query": "x", "top_k": 51}, "top_k"),
-        ({"query": "x", "time_from": "yesterday"}, "time_from"),
-        ({"query": "x", "embedding": [1.0]}, "embedding"),
-        ({"query": "x", "category": "nope"}, "category"),
-        ({"query": "x", "unknown": 1}, "unknown"),
-    ],
-)
-def test_recall_validation_errors_are_400s(api, body, field):
-    response = api.post("/api/v1/recall/", body, format="json")
-    assert response.status_code == 400
-    assert field in _error(response)["fields"]
-
-
-def test_recall_accepts_a_client_query_vector(api):
-    item = KnowledgeFactory(workspace=api.agent.workspace, content="anything")
-    response = api.post(
-        "/api/v1/recall/",
-        {"query": "unrelated words", "embedding": list(item.embedding)},
-        format="json",
-    )
-    assert response.status_code == 200
-    assert response.json()["results"][0]["vector_rank"] == 1

@@ -1,16 +1,16 @@
 """/api/v1/lessons/ end to end: create (claimed or with evidence), read, edit, retire,
-history, list, decision-time check, and workspace isolation."""
+history, list, and workspace isolation. The decision-time check is in test_context_api."""
 
 from __future__ import annotations
 
 import pytest
 
+from memory.core.actors import Actor
+from memory.lessons.lifecycle import lesson_retire
 from memory.models import AuditEvent, Lesson, LessonState, Outcome
-from memory.services.lessons import lesson_retire
-from tests.factories_lessons import (
+from tests.factories.lessons import (
     BLOG,
     SHOP,
-    KnowledgeFactory,
     LessonFactory,
     failed_payload,
     outcome_payload,
@@ -130,7 +130,9 @@ def test_it_gives_new_evidence_to_an_equivalent_lesson_instead_of_duplicating(ap
 def test_it_does_not_relearn_what_a_person_retired_from_the_same_evidence(api):
     evidence = outcome(api, passed_payload())
     lesson = Lesson.objects.get(pk=create(api, evidence=[evidence]).json()["id"])
-    lesson_retire(lesson=lesson, by_person=True, actor="user:alice", reason="wrong here")
+    lesson_retire(
+        lesson=lesson, actor=Actor(kind="person", label="user:alice"), reason="wrong here"
+    )
     refused = create(api, evidence=[evidence])
     assert refused.status_code == 422
     assert refused.json()["error"]["code"] == "retired_by_person"
@@ -255,31 +257,7 @@ def test_it_lists_lessons_with_filters_and_pages(api, django_assert_max_num_quer
         assert len(api.get(URL).json()["results"]) == 5
 
 
-# --- decision time ---------------------------------------------------------------------------------------------
-
-
-def test_it_answers_the_decision_time_check_for_one_operation(api):
-    ws = api.agent.workspace
-    about = LessonFactory(workspace=ws, operation_key="pytest:.", confidence=0.7)
-    warns = LessonFactory(
-        workspace=ws, operation_key="pytest:.", avoid_operation_key="pytest:tests/"
-    )
-    LessonFactory(workspace=ws, operation_key="npm:test")
-    error = KnowledgeFactory(
-        workspace=ws, category="error", operation_key="pytest:tests/", content="No conftest."
-    )
-    response = api.get(f"{URL}check/", {"operation_key": "pytest:tests/", "project_remote": SHOP})
-    assert response.status_code == 200
-    body = response.json()
-    assert [lesson["id"] for lesson in body["lessons"]] == [warns.pk]
-    assert [item["id"] for item in body["errors"]] == [error.pk]
-    assert body["blockers"] == []
-    assert "No conftest." in body["text"]
-    about_check = api.get(f"{URL}check/", {"operation_key": "pytest:.", "project_remote": SHOP})
-    assert [lesson["id"] for lesson in about_check.json()["lessons"]] == [about.pk, warns.pk]
-    warns.refresh_from_db()
-    assert warns.use_count == 2 and warns.confidence == 0.5  # recency, never confidence
-    assert api.get(f"{URL}check/").status_code == 400  # operation_key is required
+# --- audit, id range, credentials ------------------------------------------------------------------------------
 
 
 def test_it_counts_audit_events_for_agent_actions(api):

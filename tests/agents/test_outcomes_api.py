@@ -19,7 +19,7 @@ from memory.models import (
     LessonState,
     Outcome,
 )
-from tests.factories_lessons import (
+from tests.factories.lessons import (
     BLOG,
     KnowledgeFactory,
     LessonFactory,
@@ -125,7 +125,7 @@ def test_it_stores_no_project_path_in_any_column(api):
 
 
 def digest_for(path):
-    from memory.services.projects import project_digest
+    from memory.identity.projects import project_digest
 
     return project_digest(path=path)
 

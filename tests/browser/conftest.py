@@ -47,7 +47,7 @@ def page(browser):
 @pytest.fixture
 def login(live_server, page):
     """Log in through the real form as a new user with ``role`` in ``workspace``."""
-    from memory.services.identity import user_create
+    from memory.identity.services import user_create
 
     def do(*, workspace, role, username=None):
         username = username or f"{role}-{workspace.pk}"

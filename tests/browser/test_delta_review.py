@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent, OrphanNotice, SkillDelta
-from tests.factories_skills import (
+from tests.factories.skills import (
     INJECTED,
     OBSERVED_CONTENT,
     V2_BODY,

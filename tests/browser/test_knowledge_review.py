@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent
-from tests.factories_knowledge import KnowledgeFactory
+from tests.factories.knowledge import KnowledgeFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,8 +7,8 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent, Lesson, LessonState, ReviewItem
-from tests.factories_lessons import LessonFactory
-from tests.factories_review import LessonEvidenceFactory, OutcomeFactory, ReviewItemFactory
+from tests.factories.lessons import LessonFactory
+from tests.factories.review import LessonEvidenceFactory, OutcomeFactory, ReviewItemFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

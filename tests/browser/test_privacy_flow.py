@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import ErasureReceipt, Knowledge
-from tests.factories_erasure import bundle, ready_agent, sql_sweep, workspace_ready
+from tests.factories.privacy import bundle, ready_agent, sql_sweep, workspace_ready
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

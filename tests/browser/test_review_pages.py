@@ -7,7 +7,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent, JobRun
-from tests.factories_ui import AuditEventFactory, JobRunFactory
+from tests.factories.core import AuditEventFactory, JobRunFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,8 +5,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from memory.core.actors import Actor
+from memory.identity.services import token_digest
 from memory.models import ApiToken, AuditEvent
-from memory.services.identity import token_digest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,9 +93,11 @@ def test_the_raw_token_never_enters_htmx_history(login, live_server, workspace):
 
 
 def test_an_empty_reason_is_refused_in_place(login, live_server, workspace):
-    from memory.services.identity import agent_create, token_issue
+    from memory.identity.services import agent_create, token_issue
 
-    agent = agent_create(workspace=workspace, name="gaia/chat", actor="user:test")
+    agent = agent_create(
+        workspace=workspace, name="gaia/chat", actor=Actor(kind="person", label="user:test")
+    )
     token = token_issue(agent=agent).token
     page = login(workspace=workspace, role="admin")
     page.goto(f"{live_server.url}/agents/")

@@ -3,9 +3,9 @@
 import pytest
 from django.test import Client
 
+from memory.identity.services import token_digest, token_issue
 from memory.models import Agent, ApiToken, AuditEvent
-from memory.services.identity import token_digest, token_issue
-from tests.factories import AgentFactory, WorkspaceFactory
+from tests.factories.identity import AgentFactory, WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -294,7 +294,7 @@ def test_state_changing_views_refuse_get(admin, workspace):
 
 
 def test_csrf_is_enforced_on_actions(workspace):
-    from memory.services.identity import user_create
+    from memory.identity.services import user_create
 
     user, _ = user_create(workspace=workspace, username="boss", role="admin", password="pw")
     client = Client(enforce_csrf_checks=True)

@@ -3,8 +3,8 @@
 import pytest
 
 from memory.models import AuditEvent
-from tests.factories import WorkspaceFactory
-from tests.factories_ui import AuditEventFactory
+from tests.factories.core import AuditEventFactory
+from tests.factories.identity import WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 

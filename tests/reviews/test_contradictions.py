@@ -3,9 +3,9 @@
 import pytest
 
 from memory.models import AuditEvent, Lesson, LessonState, ReviewItem
-from tests.factories import WorkspaceFactory
-from tests.factories_lessons import KnowledgeFactory, LessonFactory
-from tests.factories_review import ReviewItemFactory
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.lessons import KnowledgeFactory, LessonFactory
+from tests.factories.review import ReviewItemFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ import pytest
 from django.utils import timezone
 
 from memory.models import JobRun
-from tests.factories import WorkspaceFactory
-from tests.factories_ui import JobRunFactory
+from tests.factories.core import JobRunFactory
+from tests.factories.identity import WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +50,7 @@ def test_switching_to_a_workspace_you_are_not_in_is_refused(member_client, works
 
 
 def test_switching_between_own_workspaces(member_client, workspace):
-    from memory.services.identity import user_create
+    from memory.identity.services import user_create
 
     client = member_client(workspace=workspace, role="viewer")
     second = WorkspaceFactory()
@@ -97,7 +97,7 @@ def test_the_dashboard_chart_has_an_empty_state(member_client, workspace):
 
 
 def test_the_dashboard_shows_the_delta_queues_and_learning_kpis(member_client, workspace):
-    from tests.factories_skills import (
+    from tests.factories.skills import (
         OBSERVED_CONTENT,
         bulk_deltas,
         learning_agent,

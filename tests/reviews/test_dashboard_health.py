@@ -8,8 +8,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from memory.models import AuditEvent, Knowledge, Lesson, Workspace
-from tests.factories_lessons import LessonFactory, digest
-from tests.factories_review import ReviewItemFactory
+from tests.factories.lessons import LessonFactory, digest
+from tests.factories.review import ReviewItemFactory
 
 pytestmark = pytest.mark.django_db
 

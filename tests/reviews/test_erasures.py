@@ -6,9 +6,9 @@ import pytest
 from django.test import Client
 
 from memory.models import AuditEvent, ErasureReceipt, JobRun, Knowledge
-from memory.services.erasure import erasure_job
-from tests.factories import WorkspaceFactory
-from tests.factories_erasure import bundle, ready_agent, workspace_ready
+from memory.privacy.erasure import erasure_job
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.privacy import bundle, ready_agent, workspace_ready
 
 pytestmark = pytest.mark.django_db
 
@@ -160,7 +160,7 @@ def test_it_hides_other_workspaces_receipts(admin):
 
 
 def test_it_needs_the_csrf_token(workspace):
-    from memory.services.identity import user_create
+    from memory.identity.services import user_create
 
     user, _ = user_create(workspace=workspace, username="a", role="admin", password="pw-x-123")
     client = Client(enforce_csrf_checks=True)

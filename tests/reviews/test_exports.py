@@ -4,9 +4,9 @@ import pytest
 from django.test import Client
 
 from memory.models import AuditEvent, JobRun
-from memory.services.exports import export_job
-from tests.factories import WorkspaceFactory
-from tests.factories_erasure import bundle, ready_agent, workspace_ready
+from memory.privacy.exports import export_job
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.privacy import bundle, ready_agent, workspace_ready
 
 pytestmark = pytest.mark.django_db
 
@@ -100,7 +100,7 @@ def test_it_never_serves_files_to_viewers_strangers_or_other_workspaces(member_c
 
 
 def test_it_answers_404_for_an_expired_file(reviewer, workspace):
-    from memory.services.exports import export_files_forget
+    from memory.privacy.exports import export_files_forget
 
     run = _finished_export(workspace)
     export_files_forget(workspace=workspace)
@@ -109,7 +109,7 @@ def test_it_answers_404_for_an_expired_file(reviewer, workspace):
 
 
 def test_it_needs_the_csrf_token(workspace):
-    from memory.services.identity import user_create
+    from memory.identity.services import user_create
 
     user, _ = user_create(workspace=workspace, username="r", role="reviewer", password="pw-x-123")
     client = Client(enforce_csrf_checks=True)

@@ -4,8 +4,8 @@ import pytest
 from django.utils import timezone
 
 from memory.models import JobRun
-from tests.factories import WorkspaceFactory
-from tests.factories_ui import JobRunFactory
+from tests.factories.core import JobRunFactory
+from tests.factories.identity import WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 

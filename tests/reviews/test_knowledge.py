@@ -6,11 +6,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from memory.core.actors import Actor
+from memory.knowledge.services import knowledge_update
+from memory.lessons.decay import decay_run
 from memory.models import AuditEvent, ConfidenceChange, Knowledge
-from memory.services.decay import decay_run
-from memory.services.knowledge import Actor, knowledge_update
-from tests.factories import WorkspaceFactory
-from tests.factories_knowledge import KnowledgeFactory
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.knowledge import KnowledgeFactory
 
 pytestmark = pytest.mark.django_db
 

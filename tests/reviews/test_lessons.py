@@ -2,13 +2,14 @@
 
 import pytest
 
+from memory.core.actors import Actor
+from memory.identity.projects import project_label_set
+from memory.lessons.evidence import evidence_apply
+from memory.lessons.lifecycle import lesson_edit
 from memory.models import AuditEvent, ConfidenceChange, Lesson, LessonEvidence, LessonState, Outcome
-from memory.services.evidence import evidence_apply
-from memory.services.lessons import lesson_edit
-from memory.services.projects import project_label_set
-from tests.factories import WorkspaceFactory
-from tests.factories_lessons import BLOG, LessonFactory, digest
-from tests.factories_review import LessonEvidenceFactory, OutcomeFactory
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.lessons import BLOG, LessonFactory, digest
+from tests.factories.review import LessonEvidenceFactory, OutcomeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -99,14 +100,19 @@ def test_it_orders_by_confidence_when_asked(viewer, workspace):
 
 
 def test_superseded_rows_are_not_listed_but_their_current_version_is(viewer, workspace, lesson):
-    edited = lesson_edit(lesson=lesson, text="Prefer uv pip install.", by_person=True)
+    edited = lesson_edit(
+        lesson=lesson, text="Prefer uv pip install.", actor=Actor(kind="person", label="user:test")
+    )
     html = viewer.get("/lessons/", **HX).content.decode()
     assert f'id="lesson-{edited.pk}"' in html and f'id="lesson-{lesson.pk}"' not in html
 
 
 def test_the_project_filter_shows_labels(viewer, workspace, lesson):
     project_label_set(
-        workspace=workspace, project_digest=digest(), label="acme/shop", actor="user:ada"
+        workspace=workspace,
+        project_digest=digest(),
+        label="acme/shop",
+        actor=Actor(kind="person", label="user:ada"),
     )
     html = viewer.get("/lessons/").content.decode()
     assert f'<option value="{digest()}">acme/shop · {digest()[:10]}</option>' in html
@@ -147,7 +153,9 @@ def test_the_lesson_page_is_also_an_htmx_fragment(viewer, lesson):
 def test_the_history_shows_each_version_with_its_evidence_and_ledger(reviewer, workspace, lesson):
     outcome = lesson.evidence.get().outcome
     evidence_apply(target=lesson, kind="test_passed", evidence_id=f"outcome:{outcome.pk}")
-    edited = lesson_edit(lesson=lesson, text="Prefer uv pip install.", by_person=True)
+    edited = lesson_edit(
+        lesson=lesson, text="Prefer uv pip install.", actor=Actor(kind="person", label="user:test")
+    )
     html = reviewer.get(f"/lessons/{lesson.pk}/").content.decode()
     history = html[html.index('id="history"') :]
     assert history.index(f'id="version-{lesson.pk}"') < history.index(f'id="version-{edited.pk}"')

@@ -4,11 +4,12 @@ import re
 
 import pytest
 
+from memory.core.actors import Actor
 from memory.models import AuditEvent, OrphanNotice, SkillDelta
-from memory.services.deltas import delta_approve
-from memory.services.trust import feedback_record
-from tests.factories import WorkspaceFactory
-from tests.factories_skills import (
+from memory.skills.consent import delta_approve
+from memory.skills.trust import feedback_record
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.skills import (
     OBSERVED_CONTENT,
     OUTCOME_EVIDENCE,
     bulk_deltas,
@@ -16,7 +17,7 @@ from tests.factories_skills import (
     propose,
     register_v2,
 )
-from tests.factories_skills import reviewer as make_reviewer
+from tests.factories.skills import reviewer as make_reviewer
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +54,7 @@ def orphans(agent, workspace):
     person = make_reviewer(workspace, username="setup")
     same = delta_approve(
         delta=propose(agent, "Sign with a first name.", section="drafting-replies"),
-        user=person,
+        actor=Actor.for_user(person),
         reason="ok",
     )
     stale = propose(agent, "Escalate CFO threads after 48 hours.", section="escalation")

@@ -3,9 +3,9 @@
 import pytest
 
 from memory.models import Outcome
-from tests.factories import AgentFactory, WorkspaceFactory
-from tests.factories_lessons import BLOG, LessonFactory, check, digest, step
-from tests.factories_review import LessonEvidenceFactory, OutcomeFactory
+from tests.factories.identity import AgentFactory, WorkspaceFactory
+from tests.factories.lessons import BLOG, LessonFactory, check, digest, step
+from tests.factories.review import LessonEvidenceFactory, OutcomeFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from memory.models import AuditEvent
 from reviews.pagination import _encode, keyset_page
-from tests.factories import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ import pytest
 from django.urls import get_resolver
 
 from memory.models import AuditEvent, SkillDelta
-from tests.factories import WorkspaceFactory
-from tests.factories_skills import (
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.skills import (
     INJECTED,
     OBSERVED_CONTENT,
     bulk_deltas,

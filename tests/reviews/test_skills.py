@@ -4,11 +4,12 @@ import re
 
 import pytest
 
-from memory.services.deltas import delta_approve
-from memory.services.facts import fact_put
-from memory.services.skills import skill_register
-from tests.factories import WorkspaceFactory
-from tests.factories_skills import (
+from memory.core.actors import Actor
+from memory.skills.consent import delta_approve
+from memory.skills.facts import fact_put
+from memory.skills.registry import skill_register
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.skills import (
     USER_INSTRUCTION,
     bulk_deltas,
     learning_agent,
@@ -16,7 +17,7 @@ from tests.factories_skills import (
     register_v2,
     skill_md,
 )
-from tests.factories_skills import reviewer as make_reviewer
+from tests.factories.skills import reviewer as make_reviewer
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,9 @@ def viewer(member_client, workspace):
 
 def _approve(delta, workspace):
     return delta_approve(
-        delta=delta, user=make_reviewer(workspace, username="approver"), reason="ok"
+        delta=delta,
+        actor=Actor.for_user(make_reviewer(workspace, username="approver")),
+        reason="ok",
     )
 
 
@@ -51,7 +54,11 @@ def test_it_lists_skills_with_an_overlay_badge_and_counts(viewer, agent, workspa
     _approve(propose(agent, "Sign with a first name.", section="drafting-replies"), workspace)
     propose(agent)
     propose(agent, "Forward to x.", provenance={})
-    skill_register(workspace=workspace, skill_md=skill_md(name="weekly-report"), actor="test")
+    skill_register(
+        workspace=workspace,
+        skill_md=skill_md(name="weekly-report"),
+        actor=Actor(kind="system", label="test"),
+    )
     response = viewer.get("/skills/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -83,7 +90,11 @@ def test_the_skill_list_query_count_is_pinned(
     member_client, workspace, agent, django_assert_max_num_queries
 ):
     for i in range(30):
-        skill_register(workspace=workspace, skill_md=skill_md(name=f"skill-{i:02d}"), actor="t")
+        skill_register(
+            workspace=workspace,
+            skill_md=skill_md(name=f"skill-{i:02d}"),
+            actor=Actor(kind="system", label="t"),
+        )
     bulk_deltas(agent, 200)
     client = member_client(workspace=workspace, role="viewer")
     client.get("/skills/")
@@ -95,7 +106,11 @@ def test_the_skill_list_query_count_is_pinned(
 
 def test_another_workspaces_skills_are_invisible_and_404(viewer, agent):
     other = WorkspaceFactory()
-    skill_register(workspace=other, skill_md=skill_md(name="secret-skill"), actor="t")
+    skill_register(
+        workspace=other,
+        skill_md=skill_md(name="secret-skill"),
+        actor=Actor(kind="system", label="t"),
+    )
     assert "secret-skill" not in viewer.get("/skills/").content.decode()
     assert viewer.get("/skills/secret-skill/").status_code == 404
 
@@ -162,7 +177,7 @@ def test_the_preview_follows_the_chosen_agent(viewer, agent, workspace):
 
 
 def test_a_skill_nobody_learned_on_shows_the_base(viewer, workspace):
-    skill_register(workspace=workspace, skill_md=skill_md(), actor="t")
+    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="t"))
     html = viewer.get("/skills/triage-inbox/?view=diff").content.decode()
     assert "every agent gets the base text" in html and "No difference" in html
 
@@ -184,7 +199,11 @@ def test_the_skill_page_query_count_is_pinned(
     _approve(propose(agent, "Sign with a first name.", section="drafting-replies"), workspace)
     bulk_deltas(agent, 200, status="active", approved_by="user:x")
     for version in ("1.0.1", "1.0.2", "1.0.3"):
-        skill_register(workspace=workspace, skill_md=skill_md(version=version), actor="t")
+        skill_register(
+            workspace=workspace,
+            skill_md=skill_md(version=version),
+            actor=Actor(kind="system", label="t"),
+        )
     client = member_client(workspace=workspace, role="viewer")
     client.get("/skills/triage-inbox/")
     # session, user, membership, the skill with counts, its agents, the chosen agent,

@@ -4,10 +4,11 @@ import re
 
 import pytest
 
+from memory.core.actors import Actor
 from memory.models import AuditEvent, SkillDelta
-from memory.services.trust import feedback_record
-from tests.factories import WorkspaceFactory
-from tests.factories_skills import (
+from memory.skills.trust import feedback_record
+from tests.factories.identity import WorkspaceFactory
+from tests.factories.skills import (
     OUTCOME_EVIDENCE,
     bulk_deltas,
     learning_agent,
@@ -91,11 +92,11 @@ def test_a_tool_hint_diffs_the_tool_list(viewer, agent):
 
 
 def test_the_diff_is_against_the_active_deltas_not_the_bare_base(viewer, agent, workspace):
-    from memory.services.deltas import delta_approve
-    from tests.factories_skills import reviewer as make_reviewer
+    from memory.skills.consent import delta_approve
+    from tests.factories.skills import reviewer as make_reviewer
 
     active = propose(agent, "Sign replies with a first name only.", section="drafting-replies")
-    delta_approve(delta=active, user=make_reviewer(workspace), reason="ok")
+    delta_approve(delta=active, actor=Actor.for_user(make_reviewer(workspace)), reason="ok")
     delta = propose(agent, "Escalate CFO threads after 48 hours.")
     card = _card(viewer.get("/deltas/staged/").content.decode(), delta.pk)
     # The learned block already exists, so only the new section and line are added.
@@ -182,11 +183,11 @@ def test_it_pages_oldest_first_without_losing_any(viewer, agent):
 def test_the_list_query_count_does_not_grow_with_the_queue(
     member_client, workspace, agent, django_assert_max_num_queries
 ):
-    from memory.services.deltas import delta_approve
-    from tests.factories_skills import reviewer as make_reviewer
+    from memory.skills.consent import delta_approve
+    from tests.factories.skills import reviewer as make_reviewer
 
     approved = propose(agent, "Sign with a first name.", section="drafting-replies")
-    delta_approve(delta=approved, user=make_reviewer(workspace), reason="ok")
+    delta_approve(delta=approved, actor=Actor.for_user(make_reviewer(workspace)), reason="ok")
     propose(agent, kind="tool-hint", section="triage-inbox", payload={"prefer": ["pre_scan_inbox"]})
     second = learning_agent(workspace, register=False)
     bulk_deltas(agent, 100)
@@ -305,7 +306,7 @@ def test_the_admin_role_acts_too(member_client, workspace, agent):
 def test_actions_need_the_csrf_token(agent, workspace):
     from django.test import Client
 
-    from tests.factories_skills import reviewer as make_reviewer
+    from tests.factories.skills import reviewer as make_reviewer
 
     client = Client(enforce_csrf_checks=True)
     client.force_login(make_reviewer(workspace))

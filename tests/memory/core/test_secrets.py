@@ -1,0 +1,80 @@
+import pytest
+
+from cairn.errors import ApplicationError
+from memory.core.secrets import find_secret, refuse_secrets, scan_fields
+
+# Shapes built at run time so this file does not itself look like it holds secrets.
+SECRETS = {
+    "openai": "my key is sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2",
+    "openai_plain": "sk-" + "abcdefghijklmnopqrstuvwxyz0123",
+    "aws": "aws id " + "AKIA" + "IOSFODNN7EXAMPLE",
+    "github": "token " + "ghp_" + "a1B2" * 9,
+    "github_pat": "github_pat_" + "11ABCDEFG0123456789_abcdefghijk",
+    "slack": "xoxb-" + "1234567890-abcdefghijKLMN",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0" + ".dozjgNryP4J3jVmNHl0w5N_XgL0",
+    "private_key": "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA",
+    "openssh_key": "-----BEGIN " + "OPENSSH PRIVATE KEY-----",
+    "url_password": "connect to postgres://admin:" + "hunter22" + "@db.internal:5432/app",
+    "assignment": "set password=" + "hunter22" + " in the env file",
+    "json_secret": '{"client_secret": "' + "s3cr3tValue" + '"}',
+    "bearer": "curl -H 'Authorization: Bearer " + "abcdefghijklmnop12345" + "'",
+}
+
+ORDINARY = [
+    "use port 5432",
+    "the password policy requires 12 chars",
+    "Password must be at least 12 characters and rotated yearly",
+    "The token expired; run `gh auth login` again",
+    "postgres://app:${DB_PASSWORD}@db/app is the connection string template",
+    "password=<your password> goes in .env",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "set max_tokens=4096 for long answers",
+    "we use scikit-learn (sklearn) and sk-learn style pipelines",
+    "ssh git@github.com:owner/repo.git",
+    "redis://localhost:6379/0",
+    "email sarah.chen@example.com about the AKIA rotation policy",
+    "the API key is stored in the vault under ci/deploy",
+]
+
+
+@pytest.mark.parametrize("name", sorted(SECRETS))
+def test_it_finds_each_secret_shape(name):
+    assert find_secret(SECRETS[name]) is not None
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_it_lets_ordinary_text_through(text):
+    assert find_secret(text) is None
+
+
+def test_it_names_nested_metadata_fields():
+    found = scan_fields({"content": "fine", "metadata": {"auth": {"token": SECRETS["github"]}}})
+    assert list(found) == ["metadata.auth.token"]
+
+
+def test_it_refuses_with_422_naming_the_field_without_echoing_the_secret():
+    with pytest.raises(ApplicationError) as caught:
+        refuse_secrets({"content": SECRETS["aws"], "domain": "ops"})
+    error = caught.value
+    assert error.status_code == 422
+    assert error.code == "credential_refused"
+    assert list(error.fields) == ["content"]
+    assert "IOSFODNN7EXAMPLE" not in error.message + str(error.fields)
+
+
+def test_it_passes_clean_fields():
+    refuse_secrets({"content": "use port 5432", "metadata": {"note": "ok"}})
+
+
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ("login with password: hunter2hunter2", True),
+        ("api_key: 9f8e7d6c5b4a3210", True),
+        ("password: see the vault entry ci/deploy", False),
+        ("password policy: requires 12 characters", False),
+        ("token: ${DEPLOY_TOKEN}", False),
+    ],
+)
+def test_the_unquoted_colon_form_needs_a_secret_looking_value(text, found):
+    assert (find_secret(text) is not None) is found

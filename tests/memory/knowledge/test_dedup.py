@@ -1,0 +1,158 @@
+import pytest
+
+from cairn.errors import ApplicationError
+from memory.core.actors import Actor
+from memory.core.embeddings import get_embedder
+from memory.knowledge.dedup import _dedup_candidates, normalised_words, overlap_coefficient
+from memory.knowledge.services import knowledge_forget, knowledge_remember, knowledge_remember_many
+from memory.knowledge.validation import _prepare
+from memory.models import Knowledge
+from tests.factories.identity import AgentFactory, WorkspaceFactory
+from tests.factories.knowledge import KnowledgeFactory
+
+pytestmark = pytest.mark.django_db
+
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+
+
+@pytest.fixture
+def as_agent(agent):
+    return Actor.for_agent(agent)
+
+
+# --------------------------------------------------------------------------- dedup
+
+
+def test_overlap_is_szymkiewicz_simpson_over_normalised_words():
+    a = normalised_words("User prefers DARK mode.")
+    b = normalised_words("user prefers dark mode in the editor")
+    assert a == {"user", "prefers", "dark", "mode"}
+    assert overlap_coefficient(a, b) == 1.0
+    assert overlap_coefficient(a, normalised_words("user likes light mode")) == 0.5
+    assert overlap_coefficient(a, frozenset()) == 0.0
+
+
+def test_it_updates_the_item_a_new_one_repeats(workspace, as_agent):
+    first = knowledge_remember(
+        workspace=workspace, actor=as_agent, content="User prefers dark mode", category="preference"
+    )
+    second = knowledge_remember(
+        workspace=workspace,
+        actor=as_agent,
+        content="User prefers dark mode in the editor",
+        category="preference",
+    )
+    assert not second.created
+    assert second.deduplicated_into == first.item.pk
+    assert second.overlap == 1.0
+    item = Knowledge.objects.get()
+    assert item.content == "User prefers dark mode in the editor"
+    assert item.metadata["dedup_count"] == 1
+    assert item.confidence == 0.5  # a repeat is not evidence
+
+
+def test_it_adds_a_new_item_at_exactly_0_8_overlap(workspace, as_agent):
+    knowledge_remember(
+        workspace=workspace, actor=as_agent, content="alpha beta gamma delta epsilon"
+    )
+    result = knowledge_remember(
+        workspace=workspace, actor=as_agent, content="alpha beta gamma delta zeta"
+    )
+    assert result.created  # 4/5 = 0.8 is not "more than 0.8"
+    assert Knowledge.objects.count() == 2
+
+
+@pytest.mark.parametrize(
+    "other",
+    [{"category": "note"}, {"context": "work"}, {"entity": "person:sam"}],
+)
+def test_it_dedups_only_within_category_context_and_entity(workspace, as_agent, other):
+    knowledge_remember(workspace=workspace, actor=as_agent, content="Standup is at ten")
+    result = knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Standup is at ten", **other
+    )
+    assert result.created
+    assert Knowledge.objects.count() == 2
+
+
+def test_it_does_not_dedup_into_archived_items(workspace, as_agent):
+    first = knowledge_remember(workspace=workspace, actor=as_agent, content="Standup is at ten")
+    knowledge_forget(workspace=workspace, item_id=first.item.pk, actor=as_agent)
+    assert knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Standup is at ten"
+    ).created
+
+
+def test_it_does_not_dedup_across_workspaces(workspace, as_agent):
+    other = WorkspaceFactory()
+    knowledge_remember(
+        workspace=other, actor=Actor.for_agent(AgentFactory(workspace=other)), content="Same words"
+    )
+    assert knowledge_remember(workspace=workspace, actor=as_agent, content="Same words").created
+
+
+def test_an_agent_never_overwrites_a_sealed_item_through_dedup(workspace, as_agent):
+    sealed = KnowledgeFactory(
+        workspace=workspace, content="Deploys need two approvals", sealed=True
+    )
+    result = knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Deploys need two approvals"
+    )
+    assert result.created
+    sealed.refresh_from_db()
+    assert sealed.content == "Deploys need two approvals"
+
+
+def test_dedup_reads_a_bounded_candidate_list_from_the_indexes(workspace, as_agent):
+    # 60 items all sharing words with the new one: the candidate list stays capped.
+    Knowledge.objects.bulk_create(
+        [
+            Knowledge(workspace=workspace, content=f"shared words item {i} variant {i * 7}")
+            for i in range(60)
+        ]
+    )
+    prepared = _prepare(actor=as_agent, content="shared words item")
+    prepared.embedding = get_embedder().embed_one(prepared.content)
+    candidates = _dedup_candidates(workspace, prepared)
+    assert 0 < len(candidates) <= 20  # 20 from the GIN list; no vectors stored to add more
+
+
+def test_concurrent_style_repeats_in_one_batch_dedup_into_the_first(workspace, as_agent):
+    results = knowledge_remember_many(
+        workspace=workspace,
+        actor=as_agent,
+        items=[{"content": "Sarah likes tea"}, {"content": "Sarah likes tea in the morning"}],
+    )
+    assert results[0].created and not results[1].created
+    assert results[1].deduplicated_into == results[0].item.pk
+    assert Knowledge.objects.count() == 1
+
+
+def test_a_batch_is_all_or_nothing_and_names_the_item(workspace, as_agent):
+    with pytest.raises(ApplicationError) as caught:
+        knowledge_remember_many(
+            workspace=workspace,
+            actor=as_agent,
+            items=[{"content": "fine"}, {"content": "key " + AWS_KEY}],
+        )
+    assert list(caught.value.fields) == ["items[1].content"]
+    assert not Knowledge.objects.exists()
+
+
+def test_error_items_dedup_by_operation_key(workspace, as_agent):
+    first = knowledge_remember(
+        workspace=workspace,
+        actor=as_agent,
+        content="pytest fails: database missing",
+        category="error",
+        operation_key="pytest",
+    )
+    second = knowledge_remember(
+        workspace=workspace,
+        actor=as_agent,
+        content="completely different wording of the failure",
+        category="error",
+        operation_key="pytest",
+    )
+    assert second.deduplicated_into == first.item.pk
+    assert Knowledge.objects.filter(category="error").count() == 1
