@@ -35,6 +35,16 @@ class IsAgent(permissions.BasePermission):
         return request.auth is not None and request.user is not None
 
 
+class IsHarnessToken(permissions.BasePermission):
+    message = (
+        "This endpoint needs a harness-scoped token (create_agent --harness): only the "
+        "process that runs the tools reports what really happened."
+    )
+
+    def has_permission(self, request, view):
+        return request.auth is not None and request.auth.scope == TokenScope.HARNESS
+
+
 class IsAdminToken(permissions.BasePermission):
     message = "This endpoint needs an admin-scoped token (create_agent --admin)."
 

@@ -225,8 +225,9 @@ def _workspace(request):
 
 
 def actor(request) -> Actor:
-    """The token's agent, as the services take the writer (``agent:<name>`` in the audit log)."""
-    return Actor.for_agent(request.user)
+    """The token's agent and its channel of trust (agent or harness scope), as the
+    services take the writer (``agent:<name>`` / ``harness:<name>`` in the audit log)."""
+    return Actor.for_token(request.auth)
 
 
 # --------------------------------------------------------------------------- pagination

@@ -18,6 +18,7 @@ from agents.apis.common import (
     _page_body,
     _paginated,
     _workspace,
+    actor,
     errors,
 )
 from memory.knowledge.conversations import turn_store
@@ -102,6 +103,7 @@ class SessionTurnsApi(APIView):
             workspace=_workspace(request),
             agent=request.user,
             session_id=session_id,
+            channel=actor(request).channel,
             **data.validated_data,
         )
         if not result.recorded:

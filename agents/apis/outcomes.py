@@ -25,6 +25,7 @@ from agents.apis.common import (
     ProjectFields,
     RefSerializer,
     _project_args,
+    actor,
     errors,
 )
 from memory.lessons.outcomes import IN_PLAY_TYPES, outcome_record
@@ -227,5 +228,6 @@ class OutcomeCreateApi(APIView):
             wall_s=data.get("wall_s"),
             in_play=data["in_play"],
             reported_passed=data.get("passed"),
+            channel=actor(request).channel,
         )
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

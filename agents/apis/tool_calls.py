@@ -17,6 +17,7 @@ from agents.apis.common import (
     TextField,
     _validated_list,
     _workspace,
+    actor,
     errors,
 )
 from memory.knowledge.conversations import tool_calls_log
@@ -109,7 +110,12 @@ class ToolCallsApi(APIView):
         data = ToolCallsIn(data=request.data)
         data.is_valid(raise_exception=True)
         calls = _validated_list(ToolCallIn, data.validated_data["calls"], "calls")
-        result = tool_calls_log(workspace=_workspace(request), agent=request.user, calls=calls)
+        result = tool_calls_log(
+            workspace=_workspace(request),
+            agent=request.user,
+            calls=calls,
+            channel=actor(request).channel,
+        )
         body = {
             "recorded": result.recorded > 0,
             "count": result.recorded,

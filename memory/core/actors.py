@@ -1,7 +1,10 @@
 """Who acts: the one way every write names its author.
 
 An ``Actor`` is an agent (an API token's agent), a person (a signed-in user in
-the review UI) or the system (a job). Services take one instead of a label
+the review UI) or the system (a job). It also carries the *channel* of trust the
+write came through (SPEC section 2): ``agent`` (the model's own word),
+``harness`` (what really ran), ``person`` or ``system``. Only the harness and
+people move confidence or activate anything (:attr:`Actor.weighs`). Services take one instead of a label
 string plus flags, so "was this a person?" is answered in one place, and a
 person's role is checked by one helper, :func:`actor_require_role`.
 """
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn.errors import ApplicationError
-from memory.models import Agent, Membership, Role, Workspace
+from memory.models import Agent, ApiToken, Channel, Membership, Role, TokenScope, Workspace
 
 REVIEW_ROLES = (Role.REVIEWER, Role.ADMIN)
 
@@ -26,10 +29,27 @@ class Actor:
     label: str  # for the audit log: "agent:gaia/chat", "user:alice", "system:tool-calls"
     agent: Agent | None = None
     user: Any = None
+    channel: str = ""
+
+    def __post_init__(self):
+        if not self.channel:
+            default = {"person": Channel.PERSON, "system": Channel.SYSTEM}.get(
+                self.kind, Channel.AGENT
+            )
+            object.__setattr__(self, "channel", str(default))
 
     @classmethod
-    def for_agent(cls, agent: Agent) -> Actor:
-        return cls(kind="agent", label=f"agent:{agent.name}", agent=agent)
+    def for_agent(cls, agent: Agent, *, channel: str = Channel.AGENT) -> Actor:
+        """An agent writing through a token; ``channel`` is the token's scope of trust."""
+        if channel not in (Channel.AGENT, Channel.HARNESS):
+            raise ValueError(f"an agent writes through the agent or harness channel, not {channel}")
+        label = f"agent:{agent.name}" if channel == Channel.AGENT else f"harness:{agent.name}"
+        return cls(kind="agent", label=label, agent=agent, channel=str(channel))
+
+    @classmethod
+    def for_token(cls, token: ApiToken) -> Actor:
+        channel = Channel.HARNESS if token.scope == TokenScope.HARNESS else Channel.AGENT
+        return cls.for_agent(token.agent, channel=channel)
 
     @classmethod
     def for_user(cls, user) -> Actor:
@@ -38,6 +58,15 @@ class Actor:
     @classmethod
     def system(cls, name: str) -> Actor:
         return cls(kind="system", label=f"system:{name}")
+
+    @property
+    def weighs(self) -> bool:
+        """True when what this actor reports may move confidence or activate anything."""
+        return self.channel in (Channel.HARNESS, Channel.PERSON)
+
+    @property
+    def is_harness(self) -> bool:
+        return self.channel == Channel.HARNESS
 
     @property
     def is_person(self) -> bool:

@@ -35,6 +35,7 @@ from memory.models import (
     TURN_CONTENT_MAX_CHARS,
     Agent,
     Category,
+    Channel,
     ConversationTurn,
     Knowledge,
     KnowledgeStatus,
@@ -75,6 +76,7 @@ def turn_store(
     context: str = "global",
     incognito: bool = False,
     at: datetime | None = None,
+    channel: str = Channel.AGENT,
 ) -> TurnResult:
     """Store one conversation turn.
 
@@ -104,7 +106,7 @@ def turn_store(
     try:
         with transaction.atomic():
             turn = ConversationTurn.objects.create(
-                **key, content=content, context=context, created_at=at
+                **key, content=content, context=context, created_at=at, channel=channel
             )
         return TurnResult(recorded=True, turn=turn, created=True)
     except IntegrityError:
@@ -174,7 +176,11 @@ def _check_call(index: int, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def tool_calls_log(
-    *, workspace: Workspace, agent: Agent | None, calls: list[dict[str, Any]]
+    *,
+    workspace: Workspace,
+    agent: Agent | None,
+    calls: list[dict[str, Any]],
+    channel: str = Channel.AGENT,
 ) -> ToolCallLogResult:
     """Log a batch of tool calls, all or nothing.
 
@@ -211,7 +217,7 @@ def tool_calls_log(
             logger.exception("embedding error items failed; storing them without vectors")
     with transaction.atomic():
         ToolCall.objects.bulk_create(
-            [ToolCall(workspace=workspace, agent=agent, **c) for c in checked]
+            [ToolCall(workspace=workspace, agent=agent, channel=channel, **c) for c in checked]
         )
         result.recorded = len(checked)
         for call in sorted(checked, key=lambda c: c["at"]):

@@ -31,6 +31,7 @@ from memory.lessons.verdict import (
 from memory.models import (
     Agent,
     Category,
+    Channel,
     EvidenceKind,
     Knowledge,
     KnowledgeStatus,
@@ -86,6 +87,7 @@ def outcome_record(
     wall_s: float | None = None,
     in_play: list[dict] | None = None,
     reported_passed: bool | None = None,
+    channel: str = Channel.AGENT,
 ) -> tuple[dict, bool]:
     """Record one outcome; returns (response body, created).
 
@@ -129,6 +131,7 @@ def outcome_record(
                 in_play=in_play or [],
                 passed=passed,
                 reported_passed=reported_passed,
+                channel=channel,
             )
             body = _apply(outcome=outcome)
             outcome.response = body

@@ -1,6 +1,7 @@
 from memory.models.identity import (
     Agent,
     ApiToken,
+    Channel,
     Membership,
     Role,
     TokenScope,
@@ -11,6 +12,7 @@ from memory.models.ops import AuditEvent, IdempotencyRecord, JobRun
 __all__ = [
     "Agent",
     "ApiToken",
+    "Channel",
     "AuditEvent",
     "IdempotencyRecord",
     "JobRun",

@@ -15,7 +15,7 @@ from django.db.models.functions import Length
 from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
-from memory.models.identity import Agent, Workspace
+from memory.models.identity import Agent, Channel, Workspace
 
 __all__ = ["ConversationTurn", "ToolCall", "TurnRole", "TURN_CONTENT_MAX_CHARS"]
 
@@ -40,6 +40,7 @@ class ConversationTurn(models.Model):
     role = models.CharField(max_length=16, choices=TurnRole.choices)
     turn_index = models.PositiveIntegerField()
     content = models.TextField()
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
     context = models.CharField(max_length=200, default="global")
     search_vector = models.GeneratedField(
         expression=SearchVector("content", config="english"),
@@ -85,6 +86,7 @@ class ToolCall(models.Model):
     error = models.TextField(blank=True, default="")
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     at = models.DateTimeField(default=timezone.now)
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -77,8 +77,21 @@ class Agent(models.Model):
 
 
 class TokenScope(models.TextChoices):
-    AGENT = "agent", "Agent"
+    """One scope per channel of trust (SPEC section 2)."""
+
+    AGENT = "agent", "Agent (the model's tools)"
+    HARNESS = "harness", "Harness (runs the tools, sees exit codes)"
     ADMIN = "admin", "Admin"
+
+
+class Channel(models.TextChoices):
+    """Who reported a record. Only the harness and people move confidence or
+    activate anything; the agent channel is the model's own word."""
+
+    AGENT = "agent", "the agent's own word"
+    HARNESS = "harness", "harness-verified"
+    PERSON = "person", "a person"
+    SYSTEM = "system", "the system"
 
 
 class ApiToken(models.Model):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from memory.models.identity import Agent, Workspace
+from memory.models.identity import Agent, Channel, Workspace
 
 __all__ = [
     "CheckKind",
@@ -71,6 +71,8 @@ class Outcome(models.Model):
     passed = models.BooleanField(null=True)
     reported_passed = models.BooleanField(null=True)
     response = models.JSONField(default=dict, blank=True)
+    # agent: the model's word (evidence from it is self_report); harness: what really ran.
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -122,6 +124,7 @@ class SupersedeReason(models.TextChoices):
     PROMOTED = "promoted"  # a project lesson folded into a global one
     DEMOTED = "demoted"  # a global lesson moved back to one project
     REVERSED = "reversed"  # a passed outcome showed the opposite preference
+    DUPLICATE = "duplicate"  # an equivalent live lesson already existed
 
 
 class Lesson(models.Model):
@@ -209,6 +212,13 @@ class Lesson(models.Model):
                 condition=Q(superseded_by__isnull=True) | ~Q(supersede_reason=""),
                 name="lesson_superseded_has_reason",
             ),
+            # One live lesson per (scope, project, operation, text): a concurrent
+            # duplicate confirms the existing row instead of adding a twin.
+            models.UniqueConstraint(
+                fields=["workspace", "scope", "project_digest", "operation_key", "normalized_text"],
+                condition=Q(superseded_by__isnull=True) & ~Q(state=LessonState.RETIRED),
+                name="lesson_live_unique",
+            ),
             models.CheckConstraint(condition=Q(text__regex=r"\S"), name="lesson_text_not_blank"),
             models.CheckConstraint(
                 condition=Q(operation_key__regex=r"\S"), name="lesson_operation_not_blank"
@@ -274,6 +284,7 @@ class Evidence(models.Model):
     target_type = models.CharField(max_length=10, choices=TargetType.choices)
     target_id = models.BigIntegerField()
     response = models.JSONField(default=dict, blank=True)
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -315,6 +326,8 @@ class ConfidenceChange(models.Model):
     kind = models.CharField(max_length=16, blank=True, default="")
     evidence_id = models.CharField(max_length=200, blank=True, default="")
     cause = models.CharField(max_length=10, choices=ConfidenceCause.choices)
+    # Who reported the evidence behind the change (harness, person) or the system (decay).
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.SYSTEM)
     at = models.DateTimeField(db_index=True)
 
     class Meta:

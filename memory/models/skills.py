@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
-from memory.models.identity import Agent, Workspace
+from memory.models.identity import Agent, Channel, Workspace
 from memory.models.knowledge import EMBEDDING_DIMENSIONS
 
 __all__ = [
@@ -274,11 +274,25 @@ class FeedbackSample(models.Model):
     scope = models.CharField(max_length=200)
     positive = models.BooleanField()
     delta_ids = models.JSONField(default=list, blank=True)
+    # The harness's own id for the sample (unique per agent, so a retry adds nothing),
+    # or "outcome:<id>" for a sample scored from an outcome's in-play deltas.
+    sample_id = models.CharField(max_length=200, blank=True, default="")
+    outcome = models.ForeignKey(
+        "memory.Outcome", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.HARNESS)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["workspace", "scope"], name="feedback_scope_idx")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "sample_id"],
+                condition=~Q(sample_id=""),
+                name="feedback_sample_unique_per_agent",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.scope} {'+' if self.positive else '-'}"

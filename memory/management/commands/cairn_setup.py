@@ -12,7 +12,7 @@ from memory.identity.services import (
     user_create,
     workspace_get_or_create,
 )
-from memory.models import Role
+from memory.models import Role, TokenScope
 
 
 class Command(BaseCommand):
@@ -31,7 +31,8 @@ class Command(BaseCommand):
         workspace = workspace_get_or_create(name="default", display_name="Default workspace")
         _, password = user_create(workspace=workspace, username="admin", role=Role.ADMIN)
         agent = agent_get_or_create(workspace=workspace, name="my-agent")
-        issued = token_issue(agent=agent)
+        issued = token_issue(agent=agent, scope=TokenScope.AGENT)
+        harness = token_issue(agent=agent, scope=TokenScope.HARNESS)
         line = "=" * 72
         self.stdout.write(
             f"\n{line}\n"
@@ -39,7 +40,12 @@ class Command(BaseCommand):
             f"  Web UI       {settings.SITE_URL}/\n"
             "  Username     admin\n"
             f"  Password     {password}\n"
-            f"  Agent token  {issued.raw}\n"
-            "               (agent 'my-agent' in workspace 'default')\n"
+            f"  Agent token    {issued.raw}\n"
+            "                 for the model's tools (MCP server, client in the model loop):\n"
+            "                 remember, recall, propose; its word never moves a confidence\n"
+            f"  Harness token  {harness.raw}\n"
+            "                 for the process that runs the tools (cairn-check, hooks); the\n"
+            "                 model never sees it: outcomes and confirmations count from it\n"
+            "                 (both for agent 'my-agent' in workspace 'default')\n"
             f"{line}\n"
         )
