@@ -406,7 +406,7 @@ def seed_demo() -> dict:
     ).item
     evidence_record(
         workspace=demo,
-        agent=None,
+        actor=Actor(kind="person", label="user:ada"),
         evidence_id="screenshots-confirm-port",
         kind="user_confirmed",
         target_type="knowledge",

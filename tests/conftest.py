@@ -111,6 +111,23 @@ def api(agent):
 
 
 @pytest.fixture
+def harness(agent):
+    """An APIClient for the same ``agent`` with a harness-scoped token: the process that
+    runs the tools and sees real exit codes (outcomes, confirmations count from it)."""
+    from rest_framework.test import APIClient
+
+    from memory.identity.services import token_issue
+
+    client = APIClient()
+    issued = token_issue(agent=agent, scope="harness")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
+    client.agent = agent
+    client.token = issued.token
+    client.raw_token = issued.raw
+    return client
+
+
+@pytest.fixture
 def make_api(db):
     """Factory: an authenticated APIClient for a new agent (optionally in a workspace)."""
     from rest_framework.test import APIClient

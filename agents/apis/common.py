@@ -167,6 +167,7 @@ LEARNING_ERRORS = ErrorArea(
     {
         400: "Bad input; `fields` names each field at fault.",
         401: "Missing or invalid token.",
+        403: "This token's scope may not do that (the message names the scope that may).",
         404: "No such item in this workspace.",
         422: "Refused by a rule; the message says which and why.",
     },

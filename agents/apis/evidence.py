@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.apis.common import BIGINT_MAX, LEARNING_ERRORS, TAG_OUTCOMES, errors
+from agents.apis.common import BIGINT_MAX, LEARNING_ERRORS, TAG_OUTCOMES, actor, errors
 from memory.lessons.evidence import evidence_record
 from memory.models import EvidenceKind, TargetType
 
@@ -31,6 +31,12 @@ class EvidenceCreateApi(APIView):
         kind = serializers.CharField()
         target_type = serializers.CharField()
         target_id = serializers.IntegerField()
+        channel = serializers.ChoiceField(
+            choices=["agent", "harness"], help_text="the token's channel of trust"
+        )
+        counted_as = serializers.CharField(
+            help_text="the kind that was applied: from an agent token, self_report"
+        )
         confidence_before = serializers.FloatField()
         confidence_after = serializers.FloatField()
         state = serializers.CharField(allow_null=True, help_text="the lesson's state after")
@@ -39,15 +45,17 @@ class EvidenceCreateApi(APIView):
         operation_id="evidence_create",
         summary="Post evidence about a lesson or knowledge item",
         description=(
-            "`diff_accepted` and `user_confirmed` add +0.15; `self_report` is recorded and "
-            "worth zero (it refreshes recency only). Idempotent on `evidence_id` per "
-            "workspace: the same id again answers 200 with the same body."
+            "`diff_accepted` and `user_confirmed` add +0.15 and need a **harness-scoped** "
+            "token (the process that talks to the person; an agent token gets 403). "
+            "`self_report` is recorded and worth zero (it refreshes recency only). "
+            "Idempotent on `evidence_id` per workspace: the same id again answers 200 "
+            "with the same body."
         ),
         request=EvidenceInputSerializer,
         responses={
             201: EvidenceOutputSerializer,
             200: OpenApiResponse(EvidenceOutputSerializer, description="A retry: the stored body."),
-            **errors(400, 401, 404, 422, area=LEARNING_ERRORS),
+            **errors(400, 401, 403, 404, 422, area=LEARNING_ERRORS),
         },
         examples=[
             OpenApiExample(
@@ -67,6 +75,6 @@ class EvidenceCreateApi(APIView):
         serializer = self.EvidenceInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         body, created = evidence_record(
-            workspace=request.auth.workspace, agent=request.user, **serializer.validated_data
+            workspace=request.auth.workspace, actor=actor(request), **serializer.validated_data
         )
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -130,6 +130,15 @@ class OutcomeCreateApi(APIView):
         confirmed = RefSerializer(many=True)
         contradicted = RefSerializer(many=True)
         lessons_created = serializers.ListField(child=serializers.IntegerField())
+        channel = serializers.ChoiceField(
+            choices=["agent", "harness"], help_text="the token's channel of trust"
+        )
+        evidence = serializers.ChoiceField(
+            choices=["verified", "self_report"],
+            help_text="verified: harness-reported, it moves confidence; self_report: the "
+            "model's own word (agent token), recency only and lessons stay claimed",
+        )
+        hint = serializers.CharField(help_text="one line on what this outcome counted for")
 
     @extend_schema(
         operation_id="outcome_create",

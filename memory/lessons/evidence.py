@@ -24,6 +24,7 @@ evidence is an agent's report.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,9 +34,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from cairn.errors import ApplicationError, NotFoundError
+from memory.core.actors import Actor, actor_require_role
 from memory.core.audit import audit_record
 from memory.models import (
-    Agent,
+    Channel,
     ConfidenceCause,
     ConfidenceChange,
     Evidence,
@@ -78,11 +80,21 @@ def confidence_apply(
     kind: str = "",
     evidence_id: str = "",
     at: datetime | None = None,
+    channel: str = Channel.SYSTEM,
 ) -> ConfidenceChange | None:
     """Set ``target.confidence`` to ``new`` and write the ledger row; no-op when unchanged.
 
     The caller holds the row lock (``select_for_update``) when it read ``target``.
+    ``channel`` says who reported what moved it: the harness, a person, or the
+    system (decay, reconcile). The agent channel never moves a confidence.
     """
+    if channel not in (Channel.HARNESS, Channel.PERSON, Channel.SYSTEM):
+        raise ApplicationError(
+            "The model's own word never moves a confidence: only evidence the harness "
+            "reported or a person's action does.",
+            code="channel_not_allowed",
+            status_code=403,
+        )
     if cause not in ConfidenceCause.values:
         raise ValueError(f"unknown cause {cause!r}")
     target_type = target_type_of(target)
@@ -102,6 +114,7 @@ def confidence_apply(
         kind=kind,
         evidence_id=evidence_id[:200],
         cause=cause,
+        channel=channel,
         at=at,
     )
 
@@ -131,6 +144,7 @@ class EvidenceResult:
     target_id: int
     before: float
     after: float
+    kind: str = ""  # what was applied: an agent's weighted kind counts as self_report
     retired: bool = False
     activated: bool = False
 
@@ -146,10 +160,13 @@ def evidence_apply(
     target: Lesson | Knowledge,
     kind: str,
     evidence_id: str,
+    channel: str,
     now: datetime | None = None,
 ) -> EvidenceResult:
     """Apply one piece of evidence to a live lesson or knowledge item.
 
+    0. Only the harness and people produce weighted evidence: anything from the
+       agent channel is applied as a self-report (recency only), whatever its kind.
     1. Lock the row and compute the new confidence by the kind's policy.
     2. Change it through ``confidence_apply`` (one ledger row), or for a
        self-report only refresh recency (``last_used_at``, ``use_count``).
@@ -158,25 +175,30 @@ def evidence_apply(
     """
     if kind not in settings.CAIRN_EVIDENCE_POLICY:
         raise ValueError(f"unknown evidence kind {kind!r}")
+    if channel not in (Channel.HARNESS, Channel.PERSON):
+        kind = EvidenceKind.SELF_REPORT
     now = now or timezone.now()
     target = _lock(target)
     target_type = target_type_of(target)
     _require_live(target)
     before = float(target.confidence)
-    confidence_apply(
-        target=target,
-        new=evidence_effect(kind=kind, target=target),
-        cause=ConfidenceCause.EVIDENCE,
-        kind=kind,
-        evidence_id=evidence_id,
-        at=now,
-    )
+    if kind != EvidenceKind.SELF_REPORT:
+        confidence_apply(
+            target=target,
+            new=evidence_effect(kind=kind, target=target),
+            cause=ConfidenceCause.EVIDENCE,
+            kind=kind,
+            evidence_id=evidence_id,
+            at=now,
+            channel=channel,
+        )
     result = EvidenceResult(
         target=target,
         target_type=target_type,
         target_id=target.pk,
         before=before,
         after=target.confidence,
+        kind=kind,
     )
     if kind == EvidenceKind.SELF_REPORT:
         type(target).objects.filter(pk=target.pk).update(
@@ -238,10 +260,14 @@ def _evidence_stored(*, workspace: Workspace, evidence_id: str) -> dict | None:
     return None if row is None else row.response
 
 
+# A person's word, reported by the harness (which talks to the person) or given in the UI.
+PERSON_KINDS = (EvidenceKind.DIFF_ACCEPTED, EvidenceKind.USER_CONFIRMED)
+
+
 def evidence_record(
     *,
     workspace: Workspace,
-    agent: Agent | None,
+    actor: Actor,
     evidence_id: str,
     kind: str,
     target_type: str,
@@ -249,6 +275,8 @@ def evidence_record(
 ) -> tuple[dict, bool]:
     """Record posted evidence once per ``evidence_id``; returns (body, created).
 
+    0. ``user_confirmed`` and ``diff_accepted`` come only from the harness scope
+       (or a person in the UI): from an agent token they are refused (403).
     1. A stored id answers with the stored body: nothing is applied twice.
     2. Otherwise insert the Evidence row and apply it in one transaction; a
        concurrent insert of the same id loses on the unique constraint and
@@ -261,6 +289,15 @@ def evidence_record(
             code="kind_not_postable",
             fields={"kind": ["not postable"]},
         )
+    if kind in PERSON_KINDS and not actor.weighs:
+        raise ApplicationError(
+            f"Evidence of kind {kind!r} says a person confirmed or accepted something; only "
+            "a harness-scoped token (the process that talks to the person, never the model) "
+            "may post it. Post self_report for the model's own view.",
+            code="harness_scope_required",
+            fields={"kind": [f"{kind} needs a harness-scoped token"]},
+            status_code=403,
+        )
     stored = _evidence_stored(workspace=workspace, evidence_id=evidence_id)
     if stored is not None:
         return stored, False
@@ -271,19 +308,24 @@ def evidence_record(
             )
             row = Evidence.objects.create(
                 workspace=workspace,
-                agent=agent,
+                agent=actor.agent,
                 evidence_id=evidence_id,
                 kind=kind,
                 target_type=target_type,
                 target_id=target_id,
+                channel=actor.channel,
             )
-            result = evidence_apply(target=target, kind=kind, evidence_id=evidence_id)
+            result = evidence_apply(
+                target=target, kind=kind, evidence_id=evidence_id, channel=actor.channel
+            )
             body = {
                 "id": row.pk,
                 "evidence_id": evidence_id,
                 "kind": kind,
                 "target_type": target_type,
                 "target_id": target_id,
+                "channel": actor.channel,
+                "counted_as": result.kind,
                 "confidence_before": result.before,
                 "confidence_after": result.after,
                 "state": (
@@ -300,6 +342,42 @@ def evidence_record(
         if stored is None:
             raise
         return stored, False
+
+
+@transaction.atomic
+def evidence_confirm_by_person(
+    *, workspace: Workspace, target_type: str, target_id: int, actor: Actor, reason: str
+) -> EvidenceResult:
+    """A reviewer confirms a lesson or knowledge item in the UI: ``user_confirmed``
+    evidence with the person as actor (+0.15; a claimed lesson becomes active)."""
+    actor_require_role(actor, workspace=workspace, action=f"confirm a {target_type}")
+    target = _evidence_target(workspace=workspace, target_type=target_type, target_id=target_id)
+    evidence_id = f"person:{actor.user.pk}:{uuid.uuid4().hex[:16]}"
+    Evidence.objects.create(
+        workspace=workspace,
+        agent=None,
+        evidence_id=evidence_id,
+        kind=EvidenceKind.USER_CONFIRMED,
+        target_type=target_type,
+        target_id=target_id,
+        channel=Channel.PERSON,
+    )
+    result = evidence_apply(
+        target=target,
+        kind=EvidenceKind.USER_CONFIRMED,
+        evidence_id=evidence_id,
+        channel=Channel.PERSON,
+    )
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action=f"{target_type}.confirm",
+        target_type=target_type,
+        target_id=target_id,
+        reason=reason,
+        details={"evidence_id": evidence_id, "before": result.before, "after": result.after},
+    )
+    return result
 
 
 def _undo(kind: str, target_type: str, value: float) -> float:
@@ -394,7 +472,11 @@ def confidence_rebuild(
         target_type=target_type, target_id=pk, evidence_id__in=erased_ids
     ).update(evidence_id="erased")
     confidence_apply(
-        target=target, new=probe.confidence, cause=ConfidenceCause.PERSON, kind="erasure"
+        target=target,
+        new=probe.confidence,
+        cause=ConfidenceCause.PERSON,
+        kind="erasure",
+        channel=Channel.PERSON,
     )
     details = {"before": before, "after": target.confidence}
     if target_type == "lesson":

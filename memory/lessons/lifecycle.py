@@ -20,6 +20,7 @@ from memory.lessons.evidence import confidence_apply
 from memory.lessons.selectors import lesson_ancestors
 from memory.models import (
     Agent,
+    Channel,
     ConfidenceCause,
     Lesson,
     LessonEvidence,
@@ -140,6 +141,15 @@ def lesson_edit(
         else lesson.text
     )
     new_op = _operation_clean(operation_key) if operation_key is not None else lesson.operation_key
+    if new_op != lesson.operation_key:
+        # Evidence and confidence were earned on this operation; they do not carry over.
+        raise ApplicationError(
+            f"Lesson {lesson.pk} is about {lesson.operation_key!r}; its operation cannot "
+            "change. A lesson about another operation is a new lesson: post it with its "
+            "own evidence.",
+            code="operation_change",
+            fields={"operation_key": ["a lesson's operation cannot change"]},
+        )
     if new_text == lesson.text and new_op == lesson.operation_key:
         return lesson
     edited = Lesson.objects.create(
@@ -244,6 +254,7 @@ def lesson_restore(
             new=settings.CAIRN_LESSON_RETIRE_BELOW,
             cause=ConfidenceCause.PERSON,
             kind="restore",
+            channel=Channel.PERSON,
             at=now,
         )
     audit_record(

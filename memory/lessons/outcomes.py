@@ -157,10 +157,11 @@ def _apply(*, outcome: Outcome) -> dict:
             if learned is None:
                 continue
             lesson, what = learned
-            if what == "created":
+            if what in ("created", "claimed"):
                 result.lessons_created.append(lesson.pk)
-            else:
+            elif what == "confirmed":
                 result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
+    verified = outcome.channel == Channel.HARNESS
     return {
         "id": outcome.pk,
         "outcome_id": outcome.outcome_id,
@@ -168,6 +169,15 @@ def _apply(*, outcome: Outcome) -> dict:
         "confirmed": result.confirmed,
         "contradicted": result.contradicted,
         "lessons_created": result.lessons_created,
+        "channel": outcome.channel,
+        "evidence": "verified" if verified else "self_report",
+        "hint": (
+            "Harness-reported: what it confirms or contradicts moves confidence."
+            if verified
+            else "Reported with an agent token: stored and shown as the model's own word. It "
+            "moves no confidence and lessons learned from it stay claimed; post outcomes "
+            "with the harness token."
+        ),
     }
 
 
@@ -204,7 +214,15 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
         kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
         if kind is None:
             continue
-        evidence_apply(target=item, kind=kind, evidence_id=f"outcome:{outcome.pk}", now=now)
+        applied = evidence_apply(
+            target=item,
+            kind=kind,
+            evidence_id=f"outcome:{outcome.pk}",
+            channel=outcome.channel,
+            now=now,
+        )
+        if applied.kind == EvidenceKind.SELF_REPORT:
+            continue  # the model's own word: recency only, nothing confirmed
         ref = {"type": "error" if item.category == Category.ERROR else "knowledge", "id": item.pk}
         bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
         result.note(bucket, ref)

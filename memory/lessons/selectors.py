@@ -219,6 +219,7 @@ def lesson_history(*, lesson: Lesson) -> dict:
                 "after": change.after,
                 "kind": change.kind,
                 "cause": change.cause,
+                "channel": change.channel,
                 "evidence_id": change.evidence_id,
                 "at": change.at,
             }

@@ -16,7 +16,7 @@ from collections import defaultdict
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -38,6 +38,7 @@ from memory.lessons.promotion import lesson_demote_if_foreign, lesson_promote_if
 from memory.lessons.selectors import lesson_head
 from memory.models import (
     Agent,
+    Channel,
     EvidenceKind,
     Knowledge,
     Lesson,
@@ -46,6 +47,7 @@ from memory.models import (
     LessonSource,
     LessonState,
     Outcome,
+    StepOutcome,
     SupersedeReason,
     Workspace,
 )
@@ -91,9 +93,12 @@ def _current_equivalent(
 
 
 def _evidence_validate(
-    *, workspace: Workspace, project_digest: str, evidence_ids: list[int]
+    *, workspace: Workspace, project_digest: str, operation_key: str, evidence_ids: list[int]
 ) -> list[Outcome]:
-    """Each id must be an outcome of this workspace and project that passed; else 422 naming it."""
+    """Each id must be a harness-reported, passed outcome of this workspace and project
+    whose approach has an ok step for ``operation_key``; else 422 naming every bad id
+    with its reason: ``unknown``, ``agent_reported``, ``not_passed``, ``operation_not_run``.
+    """
     ids = list(dict.fromkeys(int(i) for i in evidence_ids))
     if len(ids) > EVIDENCE_IDS_MAX:
         raise ApplicationError(
@@ -102,18 +107,17 @@ def _evidence_validate(
             fields={"evidence": ["too many"]},
             status_code=400,
         )
-    found = {o.pk: o for o in Outcome.objects.filter(workspace=workspace, pk__in=ids)}
+    found = {
+        o.pk: o
+        for o in Outcome.objects.filter(
+            workspace=workspace, project_digest=project_digest, pk__in=ids
+        )
+    }
     problems: list[str] = []
     for outcome_id in ids:
-        outcome = found.get(outcome_id)
-        if outcome is None:
-            # Same words for "missing" and "another workspace's": existence does not leak.
-            problems.append(f"{outcome_id}: unknown outcome (no such outcome in this workspace)")
-        elif outcome.project_digest != project_digest:
-            problems.append(f"{outcome_id}: outcome belongs to another project")
-        elif outcome.passed is not True:
-            state = "failed" if outcome.passed is False else "nothing was verified (passed=null)"
-            problems.append(f"{outcome_id}: outcome did not pass ({state})")
+        reason = _evidence_problem(found.get(outcome_id), operation_key=operation_key)
+        if reason:
+            problems.append(f"{outcome_id}: {reason}")
     if problems:
         raise ApplicationError(
             "Evidence refused: " + "; ".join(problems) + ".",
@@ -121,6 +125,27 @@ def _evidence_validate(
             fields={"evidence": problems},
         )
     return [found[i] for i in ids]
+
+
+def _evidence_problem(outcome: Outcome | None, *, operation_key: str) -> str:
+    """Why an outcome cannot be a lesson's evidence ("" when it can)."""
+    if outcome is None:
+        # The same words for missing, another workspace's and another project's.
+        return "unknown (no such outcome in this workspace and project)"
+    if outcome.channel != Channel.HARNESS:
+        return (
+            "agent_reported (an agent token's outcome is the model's own word; "
+            "post outcomes with the harness token)"
+        )
+    if outcome.passed is not True:
+        state = "failed" if outcome.passed is False else "nothing was verified (passed=null)"
+        return f"not_passed ({state})"
+    if not any(
+        step.get("operation_key") == operation_key and step.get("outcome") == StepOutcome.OK
+        for step in outcome.approach
+    ):
+        return f"operation_not_run (its approach has no ok step for {operation_key!r})"
+    return ""
 
 
 @transaction.atomic
@@ -155,7 +180,10 @@ def lesson_create(
         )
     normalized = lesson_text_normalize(text)
     outcomes = _evidence_validate(
-        workspace=workspace, project_digest=project_digest, evidence_ids=evidence_ids or []
+        workspace=workspace,
+        project_digest=project_digest,
+        operation_key=operation_key,
+        evidence_ids=evidence_ids or [],
     )
     blocked = _retired_by_person_blocking(
         workspace=workspace,
@@ -177,30 +205,38 @@ def lesson_create(
         project_digest=project_digest,
     )
     if existing is not None:
-        for outcome in outcomes:
-            # A confirmation may promote it: later ids go to the row that holds it now.
-            existing = lesson_confirm_by_outcome(lesson=existing, outcome=outcome, now=now) or (
-                lesson_head(lesson=existing)
-            )
-        return existing, False
+        return _confirm_each(lesson=existing, outcomes=outcomes, now=now), False
     birth = (
         settings.CAIRN_LESSON_BIRTH_CONFIDENCE
         if outcomes
         else settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
     )
-    lesson = Lesson.objects.create(
-        workspace=workspace,
-        agent=agent,
-        text=text,
-        normalized_text=normalized,
-        operation_key=operation_key,
-        scope=LessonScope.PROJECT,
-        project_digest=project_digest,
-        confidence=birth,
-        birth_confidence=birth,
-        state=LessonState.ACTIVE if outcomes else LessonState.CLAIMED,
-        source=source,
-    )
+    try:
+        with transaction.atomic():
+            lesson = Lesson.objects.create(
+                workspace=workspace,
+                agent=agent,
+                text=text,
+                normalized_text=normalized,
+                operation_key=operation_key,
+                scope=LessonScope.PROJECT,
+                project_digest=project_digest,
+                confidence=birth,
+                birth_confidence=birth,
+                state=LessonState.ACTIVE if outcomes else LessonState.CLAIMED,
+                source=source,
+            )
+    except IntegrityError:
+        # A concurrent twin won the one-live-lesson constraint: confirm it instead.
+        existing = _current_equivalent(
+            workspace=workspace,
+            operation_key=operation_key,
+            normalized_text=normalized,
+            project_digest=project_digest,
+        )
+        if existing is None:  # pragma: no cover - another constraint failed
+            raise
+        return _confirm_each(lesson=existing, outcomes=outcomes, now=now), False
     for outcome in outcomes:
         lesson_evidence_attach(lesson=lesson, outcome=outcome)
     audit_record(
@@ -215,6 +251,15 @@ def lesson_create(
     return (promoted or lesson), True
 
 
+def _confirm_each(*, lesson: Lesson, outcomes: list[Outcome], now) -> Lesson:
+    for outcome in outcomes:
+        # A confirmation may promote it: later ids go to the row that holds it now.
+        lesson = lesson_confirm_by_outcome(lesson=lesson, outcome=outcome, now=now) or (
+            lesson_head(lesson=lesson)
+        )
+    return lesson
+
+
 # --- attribution from outcomes ----------------------------------------------------------
 
 
@@ -223,14 +268,20 @@ def lesson_confirm_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> 
     """A passed outcome supports ``lesson``: +test_passed once per outcome, then promotion.
 
     Returns the lesson now holding the evidence (the global one after a
-    promotion), or None when this outcome had already been counted.
+    promotion), or None when this outcome had already been counted or was the
+    model's own word: an agent token's outcome only refreshes recency
+    (self_report) and is never attached as evidence.
     """
+    if outcome.channel != Channel.HARNESS:
+        _self_report(target=lesson, outcome=outcome, now=now)
+        return None
     if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_SUPPORTS):
         return None
     lesson = evidence_apply(
         target=lesson,
         kind=EvidenceKind.TEST_PASSED,
         evidence_id=f"outcome:{outcome.pk}",
+        channel=outcome.channel,
         now=now,
     ).target
     return lesson_promote_if_confirmed(lesson=lesson, now=now) or lesson
@@ -238,17 +289,32 @@ def lesson_confirm_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> 
 
 @transaction.atomic(savepoint=False)
 def lesson_contradict_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> bool:
-    """A failed outcome on the lesson's operation: -0.25 once, and maybe a demotion."""
+    """A failed outcome on the lesson's operation: -0.25 once, and maybe a demotion.
+    An agent token's outcome says nothing weighted (self_report: recency only)."""
+    if outcome.channel != Channel.HARNESS:
+        _self_report(target=lesson, outcome=outcome, now=now)
+        return False
     if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_CONTRADICTS):
         return False
     lesson = evidence_apply(
         target=lesson,
         kind=EvidenceKind.CONTRADICTION,
         evidence_id=f"outcome:{outcome.pk}",
+        channel=outcome.channel,
         now=now,
     ).target
     lesson_demote_if_foreign(lesson=lesson, outcome=outcome, now=now)
     return True
+
+
+def _self_report(*, target: Lesson | Knowledge, outcome: Outcome, now) -> None:
+    evidence_apply(
+        target=target,
+        kind=EvidenceKind.SELF_REPORT,
+        evidence_id=f"outcome:{outcome.pk}",
+        channel=outcome.channel,
+        now=now,
+    )
 
 
 # --- mechanical lessons ------------------------------------------------------------------
@@ -264,9 +330,13 @@ def lesson_learn_mechanical(
 ) -> tuple[Lesson, str] | None:
     """Learn "Prefer B over A for T." from a passed outcome; returns (lesson, what happened).
 
-    ``what`` is ``created`` or ``confirmed`` (an equivalent lesson existed), or
-    None when nothing was learned (not passed, too long, or retired by a person
-    on this same outcome).
+    ``what`` is ``created`` or ``confirmed`` (an equivalent lesson existed),
+    ``claimed`` (learned from an agent token's outcome: stored as a claim, never
+    served until a harness-reported outcome confirms it) or ``self_report`` (an
+    agent token's outcome met an equivalent lesson: recency only), or None when
+    nothing was learned (not passed, too long, or retired by a person on this
+    same outcome). A concurrent twin loses on the one-live-lesson constraint and
+    confirms the winner instead.
     """
     if outcome.passed is not True:
         return None
@@ -289,36 +359,62 @@ def lesson_learn_mechanical(
         normalized_text=normalized,
         project_digest=outcome.project_digest,
     )
+    verified = outcome.channel == Channel.HARNESS
     if existing is not None:
-        holder = lesson_confirm_by_outcome(lesson=existing, outcome=outcome, now=now)
-        return (holder or lesson_head(lesson=existing)), "confirmed"
-    lesson = Lesson.objects.create(
-        workspace=workspace,
-        agent=outcome.agent,
-        text=text,
-        normalized_text=normalized,
-        operation_key=ok_op,
-        avoid_operation_key=failed_op,
-        target=target,
-        scope=LessonScope.PROJECT,
-        project_digest=outcome.project_digest,
-        confidence=settings.CAIRN_LESSON_BIRTH_CONFIDENCE,
-        birth_confidence=settings.CAIRN_LESSON_BIRTH_CONFIDENCE,
-        state=LessonState.ACTIVE,
-        source=LessonSource.LOOP,
+        return _learned_again(existing=existing, outcome=outcome, now=now)
+    confidence = (
+        settings.CAIRN_LESSON_BIRTH_CONFIDENCE
+        if verified
+        else settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
     )
-    lesson_evidence_attach(lesson=lesson, outcome=outcome)
+    try:
+        with transaction.atomic():
+            lesson = Lesson.objects.create(
+                workspace=workspace,
+                agent=outcome.agent,
+                text=text,
+                normalized_text=normalized,
+                operation_key=ok_op,
+                avoid_operation_key=failed_op,
+                target=target,
+                scope=LessonScope.PROJECT,
+                project_digest=outcome.project_digest,
+                confidence=confidence,
+                birth_confidence=confidence,
+                state=LessonState.ACTIVE if verified else LessonState.CLAIMED,
+                source=LessonSource.LOOP,
+            )
+    except IntegrityError:
+        existing = _current_equivalent(
+            workspace=workspace,
+            operation_key=ok_op,
+            normalized_text=normalized,
+            project_digest=outcome.project_digest,
+        )
+        if existing is None:  # pragma: no cover - another constraint failed
+            raise
+        return _learned_again(existing=existing, outcome=outcome, now=now)
+    if verified:
+        lesson_evidence_attach(lesson=lesson, outcome=outcome)
     audit_record(
         workspace=workspace,
         actor="system:outcomes",
         action="lesson.learn",
         target_type="lesson",
         target_id=lesson.pk,
-        details={"outcome": outcome.pk, "source": LessonSource.LOOP},
+        details={"outcome": outcome.pk, "source": LessonSource.LOOP, "channel": outcome.channel},
     )
+    if not verified:
+        return lesson, "claimed"
     _reverse_inverse(lesson=lesson, outcome=outcome, now=now)
     promoted = lesson_promote_if_confirmed(lesson=lesson, now=now)
     return (promoted or lesson), "created"
+
+
+def _learned_again(*, existing: Lesson, outcome: Outcome, now) -> tuple[Lesson, str]:
+    holder = lesson_confirm_by_outcome(lesson=existing, outcome=outcome, now=now)
+    what = "confirmed" if outcome.channel == Channel.HARNESS else "self_report"
+    return (holder or lesson_head(lesson=existing)), what
 
 
 def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:

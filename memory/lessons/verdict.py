@@ -42,7 +42,8 @@ def outcome_verdict(*, approach: list[dict], checks: list[dict], claim_ok: bool)
     1. Ignore checks that did not run. None ran (or none given): ``None`` —
        nothing was verified, so nothing is confirmed or contradicted.
     2. Per check identity (kind, label, target) keep only the latest run (by
-       step; on a tie, the later record).
+       step; two runs at the same step: a failure wins, since which ran last
+       cannot be told).
     3. A latest run that started before the last mutating step is stale.
     4. Passed = every latest run exited 0, none is stale, and the answer's
        claim about its checks was honest (``claim_ok``).
@@ -52,8 +53,11 @@ def outcome_verdict(*, approach: list[dict], checks: list[dict], claim_ok: bool)
     latest: dict[tuple, dict] = {}
     for check in ran:
         key = check_identity(check)
-        if key not in latest or check["step"] >= latest[key]["step"]:
+        held = latest.get(key)
+        if held is None or check["step"] > held["step"]:
             latest[key] = check
+        elif check["step"] == held["step"] and held.get("exit_code") == 0:
+            latest[key] = check  # a tie: keep a failing run if either failed
     mutating_steps = [a["step"] for a in approach if a.get("mutated")]
     last_mutation = max(mutating_steps) if mutating_steps else None
     failing = [c for c in latest.values() if c.get("exit_code") != 0]

@@ -13,6 +13,20 @@ from reviews import highlight
 register = template.Library()
 
 
+CHANNEL_LABELS = {
+    "harness": "harness-verified",
+    "person": "a person",
+    "agent": "agent's own word",
+    "system": "system",
+}
+
+
+@register.inclusion_tag("reviews/_channel.html")
+def channel(value):
+    """Who reported a record: harness-verified, a person, the agent's own word, the system."""
+    return {"channel": value or "agent", "label": CHANNEL_LABELS.get(value or "agent", value)}
+
+
 @register.filter
 def percent(fraction) -> int:
     """0.0-1.0 → 0-100, clamped."""

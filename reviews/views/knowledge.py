@@ -35,6 +35,7 @@ from memory.knowledge.services import (
     knowledge_restore,
     knowledge_update,
 )
+from memory.lessons.evidence import evidence_confirm_by_person
 from memory.models import Category, Knowledge
 from reviews.access import require_role
 from reviews.forms import KnowledgeEditForm, ReasonForm, form_errors_from
@@ -133,8 +134,14 @@ def _detail_context(request, item: Knowledge, **extra) -> dict:
     ledger = knowledge_ledger(item_ids=ids)
     for row in versions:
         row.changes = ledger[row.pk]
+    earned = any(
+        change.channel in ("harness", "person") and change.after > change.before
+        for row in versions
+        for change in row.changes
+    )
     return {
         "item": item,
+        "weight": "earned" if earned else "claimed",
         "head": versions[-1] if versions else item,
         "versions": versions,
         "activity": audit_event_for_targets(
@@ -195,6 +202,31 @@ def knowledge_archive(request, pk: int):
     except ApplicationError as exc:
         return _refused(request, item, {"action": exc.message})
     messages.success(request, f"Item {item.pk} archived: out of recall, kept, restorable.")
+    return _answer(request, item)
+
+
+@require_role("reviewer")
+@require_POST
+def knowledge_confirm(request, pk: int):
+    """A person's confirmation: ``user_confirmed`` evidence with the reviewer as actor."""
+    item = _item_or_404(request, pk)
+    reason, refused = _reason(request, item, "confirm")
+    if refused:
+        return refused
+    try:
+        result = evidence_confirm_by_person(
+            workspace=request.workspace,
+            target_type="knowledge",
+            target_id=item.pk,
+            actor=_person(request),
+            reason=reason,
+        )
+    except ApplicationError as exc:
+        return _refused(request, item, {"action": exc.message})
+    messages.success(
+        request,
+        f"Item {item.pk} confirmed by you: strength {result.before:.2f} → {result.after:.2f}.",
+    )
     return _answer(request, item)
 
 

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
 from memory.identity.selectors import project_labels
+from memory.lessons.evidence import evidence_confirm_by_person
 from memory.lessons.lifecycle import (
     lesson_edit,
     lesson_pin,
@@ -105,6 +106,10 @@ def _lesson_or_404(request, pk: int) -> Lesson:
         raise Http404("No such lesson in this workspace.") from None
 
 
+# Only these channels give a lesson weight (SPEC section 2); the agent's word never does.
+WEIGHING_CHANNELS = ("harness", "person")
+
+
 def _outcome_pk(evidence_id: str) -> int | None:
     kind, _, value = (evidence_id or "").partition(":")
     return int(value) if kind == "outcome" and value.isdigit() else None
@@ -120,11 +125,19 @@ def _detail_context(request, lesson: Lesson, **extra) -> dict:
         for change in version["changes"]:
             change["outcome_pk"] = _outcome_pk(change["evidence_id"])
     rows = [v["lesson"] for v in versions]
-    evidence = list(lesson.evidence.all())
+    evidence = list(lesson.evidence.select_related("outcome"))
     head = next((row for row in rows if row.pk == history["id"]), lesson)
+    earned = any(
+        change["channel"] in WEIGHING_CHANNELS and change["after"] > change["before"]
+        for version in versions
+        for change in version["changes"]
+    ) or any(
+        ev.relation == "supports" and ev.outcome.channel in WEIGHING_CHANNELS for ev in evidence
+    )
     return {
         "lesson": lesson,
         "head": head,
+        "weight": "earned" if earned else "claimed",
         "versions": versions,
         # Newest first and bounded: a global lesson can gather thousands of outcomes.
         "evidence": evidence[::-1][:EVIDENCE_SHOWN],
@@ -205,6 +218,28 @@ def lessons_restore(request, pk: int):
         return lesson, f"Lesson {lesson.pk} restored ({lesson.state})."
 
     return _act(request, pk, "restore", do)
+
+
+@require_role("reviewer")
+@require_POST
+def lessons_confirm(request, pk: int):
+    """A person's confirmation: ``user_confirmed`` evidence with the reviewer as actor."""
+
+    def do(lesson, reason, actor):
+        result = evidence_confirm_by_person(
+            workspace=request.workspace,
+            target_type="lesson",
+            target_id=lesson.pk,
+            actor=actor,
+            reason=reason,
+        )
+        activated = " It is active now." if result.activated else ""
+        return result.target, (
+            f"Lesson {lesson.pk} confirmed by you: confidence {result.before:.2f} → "
+            f"{result.after:.2f}.{activated}"
+        )
+
+    return _act(request, pk, "confirm", do)
 
 
 def _flag_view(*, flag: str, value: bool, service, done: str):

@@ -14,19 +14,19 @@ pytestmark = pytest.mark.django_db
 URL = "/api/v1/evidence/"
 
 
-def post(api, target, kind="user_confirmed", evidence_id="review-1", target_type="lesson"):
+def post(harness, target, kind="user_confirmed", evidence_id="review-1", target_type="lesson"):
     body = {
         "evidence_id": evidence_id,
         "kind": kind,
         "target_type": target_type,
         "target_id": target.pk,
     }
-    return api.post(URL, body, format="json")
+    return harness.post(URL, body, format="json")
 
 
-def test_a_confirmation_raises_a_lessons_confidence_once(api):
-    lesson = LessonFactory(workspace=api.agent.workspace)
-    response = post(api, lesson)
+def test_a_confirmation_raises_a_lessons_confidence_once(harness):
+    lesson = LessonFactory(workspace=harness.agent.workspace)
+    response = post(harness, lesson)
     assert response.status_code == 201, response.json()
     body = response.json()
     assert (body["evidence_id"], body["kind"], body["target_id"]) == (
@@ -37,16 +37,16 @@ def test_a_confirmation_raises_a_lessons_confidence_once(api):
     assert body["confidence_before"] == pytest.approx(0.5)
     assert body["confidence_after"] == pytest.approx(0.65)
     assert body["state"] == "active"
-    retry = post(api, lesson)
+    retry = post(harness, lesson)
     assert retry.status_code == 200
     assert retry.json() == body
     assert Evidence.objects.count() == 1
     assert Lesson.objects.get(pk=lesson.pk).confidence == pytest.approx(0.65)
 
 
-def test_a_self_report_is_recorded_and_worth_zero(api):
-    item = KnowledgeFactory(workspace=api.agent.workspace)
-    response = post(api, item, kind="self_report", target_type="knowledge")
+def test_a_self_report_is_recorded_and_worth_zero(harness):
+    item = KnowledgeFactory(workspace=harness.agent.workspace)
+    response = post(harness, item, kind="self_report", target_type="knowledge")
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["confidence_after"] == body["confidence_before"]
@@ -62,8 +62,8 @@ def test_a_self_report_is_recorded_and_worth_zero(api):
         ({"evidence_id": ""}, "evidence_id"),
     ],
 )
-def test_it_refuses_bad_input_naming_the_field(api, change, field):
-    lesson = LessonFactory(workspace=api.agent.workspace)
+def test_it_refuses_bad_input_naming_the_field(harness, change, field):
+    lesson = LessonFactory(workspace=harness.agent.workspace)
     body = {
         "evidence_id": "review-2",
         "kind": "diff_accepted",
@@ -71,15 +71,15 @@ def test_it_refuses_bad_input_naming_the_field(api, change, field):
         "target_id": lesson.pk,
         **change,
     }
-    response = api.post(URL, body, format="json")
+    response = harness.post(URL, body, format="json")
     assert response.status_code == 400, response.json()
     assert field in response.json()["error"]["fields"]
     assert not Evidence.objects.exists()
 
 
-def test_an_unknown_target_is_a_404(api):
-    lesson = LessonFactory(workspace=api.agent.workspace)
-    response = api.post(
+def test_an_unknown_target_is_a_404(harness):
+    lesson = LessonFactory(workspace=harness.agent.workspace)
+    response = harness.post(
         URL,
         {
             "evidence_id": "review-3",

@@ -21,13 +21,13 @@ URL = "/api/v1/lessons/"
 TEXT = "Run pytest from the repository root, not from tests/."
 
 
-def outcome(api, body) -> int:
-    response = api.post("/api/v1/outcomes/", body, format="json")
+def outcome(harness, body) -> int:
+    response = harness.post("/api/v1/outcomes/", body, format="json")
     assert response.status_code == 201, response.json()
     return response.json()["id"]
 
 
-def create(api, evidence=(), text=TEXT, op="pytest:.", remote=SHOP, **extra):
+def create(harness, evidence=(), text=TEXT, op="pytest:.", remote=SHOP, **extra):
     body = {
         "text": text,
         "operation_key": op,
@@ -35,63 +35,63 @@ def create(api, evidence=(), text=TEXT, op="pytest:.", remote=SHOP, **extra):
         "project_remote": remote,
         **extra,
     }
-    return api.post(URL, body, format="json")
+    return harness.post(URL, body, format="json")
 
 
-def context(api, remote=SHOP):
-    return api.get("/api/v1/context/", {"project_remote": remote}).json()
+def context(harness, remote=SHOP):
+    return harness.get("/api/v1/context/", {"project_remote": remote}).json()
 
 
 # --- create ------------------------------------------------------------------------------------------
 
 
-def test_it_stores_a_lesson_without_evidence_as_claimed_and_never_serves_it(api):
-    response = create(api)
+def test_it_stores_a_lesson_without_evidence_as_claimed_and_never_serves_it(harness):
+    response = create(harness)
     assert response.status_code == 201, response.json()
     body = response.json()
     assert (body["state"], body["confidence"], body["evidence"]) == ("claimed", 0.3, [])
     assert body["source"] == "model"
-    assert context(api)["lessons"] == []
-    check = api.get(f"{URL}check/", {"operation_key": "pytest:.", "project_remote": SHOP})
+    assert context(harness)["lessons"] == []
+    check = harness.get(f"{URL}check/", {"operation_key": "pytest:.", "project_remote": SHOP})
     assert check.json()["lessons"] == []
 
 
-def test_it_stores_a_lesson_with_passed_evidence_as_active(api):
-    evidence = outcome(api, passed_payload())
-    body = create(api, evidence=[evidence]).json()
+def test_it_stores_a_lesson_with_passed_evidence_as_active(harness):
+    evidence = outcome(harness, passed_payload())
+    body = create(harness, evidence=[evidence]).json()
     assert (body["state"], body["confidence"], body["evidence"]) == ("active", 0.5, [evidence])
-    assert [item["id"] for item in context(api)["lessons"]] == [body["id"]]
+    assert [item["id"] for item in context(harness)["lessons"]] == [body["id"]]
 
 
-def test_it_refuses_fabricated_evidence_naming_each_id_and_why(api, make_api):
-    ws = api.agent.workspace
-    good = outcome(api, passed_payload())
-    failed = outcome(api, failed_payload())
-    unverified = outcome(api, outcome_payload())
-    other_project = outcome(api, passed_payload(project_remote=BLOG))
-    stranger = make_api()
+def test_it_refuses_fabricated_evidence_naming_each_id_and_why(harness, make_api):
+    ws = harness.agent.workspace
+    good = outcome(harness, passed_payload())
+    failed = outcome(harness, failed_payload())
+    unverified = outcome(harness, outcome_payload())
+    other_project = outcome(harness, passed_payload(project_remote=BLOG))
+    stranger = make_api(scope="harness")
     foreign = outcome(stranger, passed_payload())
     missing = max(good, failed, unverified, other_project, foreign) + 1000
-    response = create(api, evidence=[good, missing, foreign, other_project, failed, unverified])
+    response = create(harness, evidence=[good, missing, foreign, other_project, failed, unverified])
     assert response.status_code == 422, response.json()
     error = response.json()["error"]
     assert error["code"] == "evidence_refused"
     reasons = error["fields"]["evidence"]
     assert reasons == [
-        f"{missing}: unknown outcome (no such outcome in this workspace)",
+        f"{missing}: unknown (no such outcome in this workspace and project)",
         # Another workspace's outcome reads exactly like a missing one.
-        f"{foreign}: unknown outcome (no such outcome in this workspace)",
-        f"{other_project}: outcome belongs to another project",
-        f"{failed}: outcome did not pass (failed)",
-        f"{unverified}: outcome did not pass (nothing was verified (passed=null))",
+        f"{foreign}: unknown (no such outcome in this workspace and project)",
+        f"{other_project}: unknown (no such outcome in this workspace and project)",
+        f"{failed}: not_passed (failed)",
+        f"{unverified}: not_passed (nothing was verified (passed=null))",
     ]
     assert str(missing) in error["message"]
     # No partial write: the good id did not sneak a lesson in.
     assert Lesson.objects.filter(workspace=ws).count() == 0
 
 
-def test_it_refuses_to_post_a_global_lesson(api):
-    response = create(api, scope="global")
+def test_it_refuses_to_post_a_global_lesson(harness):
+    response = create(harness, scope="global")
     assert response.status_code == 422
     assert "scope" in response.json()["error"]["fields"]
 
@@ -107,18 +107,18 @@ def test_it_refuses_to_post_a_global_lesson(api):
         ({"project_remote": ""}, "project_remote"),
     ],
 )
-def test_it_refuses_bad_lessons_naming_the_field(api, body, field):
+def test_it_refuses_bad_lessons_naming_the_field(harness, body, field):
     payload = {"text": TEXT, "operation_key": "pytest:.", "project_remote": SHOP, **body}
-    response = api.post(URL, payload, format="json")
+    response = harness.post(URL, payload, format="json")
     assert response.status_code == 400, response.json()
     assert field in response.json()["error"]["fields"]
 
 
-def test_it_gives_new_evidence_to_an_equivalent_lesson_instead_of_duplicating(api):
-    first = create(api, evidence=[outcome(api, passed_payload())]).json()
+def test_it_gives_new_evidence_to_an_equivalent_lesson_instead_of_duplicating(harness):
+    first = create(harness, evidence=[outcome(harness, passed_payload())]).json()
     again = create(
-        api,
-        evidence=[outcome(api, passed_payload())],
+        harness,
+        evidence=[outcome(harness, passed_payload())],
         text="  run PYTEST from the repository root -- not from tests!  ",
     )
     assert again.status_code == 200
@@ -127,55 +127,57 @@ def test_it_gives_new_evidence_to_an_equivalent_lesson_instead_of_duplicating(ap
     assert Lesson.objects.count() == 1
 
 
-def test_it_does_not_relearn_what_a_person_retired_from_the_same_evidence(api):
-    evidence = outcome(api, passed_payload())
-    lesson = Lesson.objects.get(pk=create(api, evidence=[evidence]).json()["id"])
+def test_it_does_not_relearn_what_a_person_retired_from_the_same_evidence(harness):
+    evidence = outcome(harness, passed_payload())
+    lesson = Lesson.objects.get(pk=create(harness, evidence=[evidence]).json()["id"])
     lesson_retire(
         lesson=lesson, actor=Actor(kind="person", label="user:alice"), reason="wrong here"
     )
-    refused = create(api, evidence=[evidence])
+    refused = create(harness, evidence=[evidence])
     assert refused.status_code == 422
     assert refused.json()["error"]["code"] == "retired_by_person"
     # New evidence is new evidence.
-    fresh = create(api, evidence=[outcome(api, passed_payload())])
+    fresh = create(harness, evidence=[outcome(harness, passed_payload())])
     assert fresh.status_code == 201
 
 
 # --- read, edit, retire, history ----------------------------------------------------------------------------
 
 
-def test_it_reads_a_lesson_and_hides_other_workspaces(api, make_api):
-    mine = create(api).json()
-    assert api.get(f"{URL}{mine['id']}/").json()["text"] == TEXT
-    stranger = make_api()
+def test_it_reads_a_lesson_and_hides_other_workspaces(harness, make_api):
+    mine = create(harness).json()
+    assert harness.get(f"{URL}{mine['id']}/").json()["text"] == TEXT
+    stranger = make_api(scope="harness")
     theirs = stranger.get(f"{URL}{mine['id']}/")
     missing = stranger.get(f"{URL}{mine['id'] + 999}/")
     assert theirs.status_code == missing.status_code == 404
     assert theirs.json()["error"]["code"] == missing.json()["error"]["code"] == "not_found"
 
 
-def test_it_edits_into_a_new_row_that_inherits_evidence_and_confidence(api):
-    evidence = outcome(api, passed_payload())
-    old = create(api, evidence=[evidence]).json()
-    outcome(api, passed_payload(in_play=[{"type": "lesson", "id": old["id"]}]))
-    response = api.patch(f"{URL}{old['id']}/", {"text": "Run pytest at the root."}, format="json")
+def test_it_edits_into_a_new_row_that_inherits_evidence_and_confidence(harness):
+    evidence = outcome(harness, passed_payload())
+    old = create(harness, evidence=[evidence]).json()
+    outcome(harness, passed_payload(in_play=[{"type": "lesson", "id": old["id"]}]))
+    response = harness.patch(
+        f"{URL}{old['id']}/", {"text": "Run pytest at the root."}, format="json"
+    )
     assert response.status_code == 200, response.json()
     new = response.json()
     assert new["id"] != old["id"] and new["previous_id"] == old["id"]
     assert new["text"] == "Run pytest at the root."
     assert new["confidence"] == pytest.approx(0.65)
     assert len(new["evidence"]) == 2 and evidence in new["evidence"]
-    old_now = api.get(f"{URL}{old['id']}/").json()
+    old_now = harness.get(f"{URL}{old['id']}/").json()
     assert (old_now["superseded_by"], old_now["supersede_reason"]) == (new["id"], "edited")
     # Editing the old row again is refused with the id of the current one.
-    again = api.patch(f"{URL}{old['id']}/", {"text": "Something else."}, format="json")
+    again = harness.patch(f"{URL}{old['id']}/", {"text": "Something else."}, format="json")
     assert again.status_code == 422
     assert str(new["id"]) in again.json()["error"]["message"]
 
 
-def test_it_retires_a_lesson_on_forget_and_stops_serving_it(api):
-    lesson = create(api, evidence=[outcome(api, passed_payload())]).json()
-    response = api.post(f"{URL}{lesson['id']}/retire/", {"reason": "obsolete"}, format="json")
+def test_it_retires_a_lesson_on_forget_and_stops_serving_it(harness):
+    lesson = create(harness, evidence=[outcome(harness, passed_payload())]).json()
+    response = harness.post(f"{URL}{lesson['id']}/retire/", {"reason": "obsolete"}, format="json")
     assert response.status_code == 200
     body = response.json()
     assert (body["state"], body["retired_by"], body["retired_reason"]) == (
@@ -183,27 +185,29 @@ def test_it_retires_a_lesson_on_forget_and_stops_serving_it(api):
         "agent",
         "obsolete",
     )
-    assert context(api)["lessons"] == []
-    assert api.post(f"{URL}{lesson['id']}/retire/", {}, format="json").status_code == 200
+    assert context(harness)["lessons"] == []
+    assert harness.post(f"{URL}{lesson['id']}/retire/", {}, format="json").status_code == 200
     assert Lesson.objects.filter(pk=lesson["id"]).exists()  # kept as history
 
 
-def test_it_refuses_to_let_an_agent_edit_or_retire_a_sealed_lesson(api):
-    lesson = LessonFactory(workspace=api.agent.workspace, sealed=True)
-    assert api.post(f"{URL}{lesson.pk}/retire/", {}, format="json").status_code == 422
-    patch = api.patch(f"{URL}{lesson.pk}/", {"text": "Other."}, format="json")
+def test_it_refuses_to_let_an_agent_edit_or_retire_a_sealed_lesson(harness):
+    lesson = LessonFactory(workspace=harness.agent.workspace, sealed=True)
+    assert harness.post(f"{URL}{lesson.pk}/retire/", {}, format="json").status_code == 422
+    patch = harness.patch(f"{URL}{lesson.pk}/", {"text": "Other."}, format="json")
     assert patch.status_code == 422
     lesson.refresh_from_db()
     assert lesson.state == LessonState.ACTIVE
 
 
-def test_it_shows_the_supersede_chain_with_evidence_per_version(api):
-    first_evidence = outcome(api, passed_payload())
-    v1 = create(api, evidence=[first_evidence]).json()
-    v2 = api.patch(f"{URL}{v1['id']}/", {"text": "Run pytest at the root."}, format="json").json()
-    v3 = api.patch(f"{URL}{v2['id']}/", {"text": "Run pytest from /."}, format="json").json()
+def test_it_shows_the_supersede_chain_with_evidence_per_version(harness):
+    first_evidence = outcome(harness, passed_payload())
+    v1 = create(harness, evidence=[first_evidence]).json()
+    v2 = harness.patch(
+        f"{URL}{v1['id']}/", {"text": "Run pytest at the root."}, format="json"
+    ).json()
+    v3 = harness.patch(f"{URL}{v2['id']}/", {"text": "Run pytest from /."}, format="json").json()
     for lesson_id in (v1["id"], v2["id"], v3["id"]):
-        history = api.get(f"{URL}{lesson_id}/history/").json()
+        history = harness.get(f"{URL}{lesson_id}/history/").json()
         assert history["id"] == v3["id"]
         assert [v["lesson"]["id"] for v in history["versions"]] == [v1["id"], v2["id"], v3["id"]]
         for version in history["versions"]:
@@ -211,9 +215,9 @@ def test_it_shows_the_supersede_chain_with_evidence_per_version(api):
             assert version["outcomes"][0]["passed"] is True
 
 
-def test_it_isolates_every_lesson_endpoint_by_workspace(api, make_api):
-    lesson = create(api, evidence=[outcome(api, passed_payload())]).json()
-    stranger = make_api()
+def test_it_isolates_every_lesson_endpoint_by_workspace(harness, make_api):
+    lesson = create(harness, evidence=[outcome(harness, passed_payload())]).json()
+    stranger = make_api(scope="harness")
     base = f"{URL}{lesson['id']}/"
     assert stranger.get(base).status_code == 404
     assert stranger.patch(base, {"text": "Mine now."}, format="json").status_code == 404
@@ -241,57 +245,57 @@ def test_it_isolates_every_lesson_endpoint_by_workspace(api, make_api):
 # --- list -----------------------------------------------------------------------------------------------------
 
 
-def test_it_lists_lessons_with_filters_and_pages(api, django_assert_max_num_queries):
-    ws = api.agent.workspace
+def test_it_lists_lessons_with_filters_and_pages(harness, django_assert_max_num_queries):
+    ws = harness.agent.workspace
     LessonFactory.create_batch(3, workspace=ws)
     LessonFactory(workspace=ws, operation_key="npm:test", state=LessonState.CLAIMED)
     LessonFactory(workspace=ws, project_digest="f" * 64)
     LessonFactory()  # another workspace
-    page = api.get(URL, {"limit": 2}).json()
+    page = harness.get(URL, {"limit": 2}).json()
     assert page["count"] == 5 and len(page["results"]) == 2 and page["next"]
-    assert api.get(URL, {"state": "claimed"}).json()["count"] == 1
-    assert api.get(URL, {"operation_key": "npm:test"}).json()["count"] == 1
-    assert api.get(URL, {"project_remote": SHOP}).json()["count"] == 4
-    assert api.get(URL, {"state": "bogus"}).status_code == 400
+    assert harness.get(URL, {"state": "claimed"}).json()["count"] == 1
+    assert harness.get(URL, {"operation_key": "npm:test"}).json()["count"] == 1
+    assert harness.get(URL, {"project_remote": SHOP}).json()["count"] == 4
+    assert harness.get(URL, {"state": "bogus"}).status_code == 400
     with django_assert_max_num_queries(8):
-        assert len(api.get(URL).json()["results"]) == 5
+        assert len(harness.get(URL).json()["results"]) == 5
 
 
 # --- audit, id range, credentials ------------------------------------------------------------------------------
 
 
-def test_it_counts_audit_events_for_agent_actions(api):
-    lesson = create(api).json()
-    api.post(f"{URL}{lesson['id']}/retire/", {}, format="json")
+def test_it_counts_audit_events_for_agent_actions(harness):
+    lesson = create(harness).json()
+    harness.post(f"{URL}{lesson['id']}/retire/", {}, format="json")
     actions = set(AuditEvent.objects.values_list("action", flat=True))
     assert {"lesson.create", "lesson.retire"} <= actions
     assert Outcome.objects.count() == 0
 
 
-def test_it_answers_404_for_ids_beyond_the_database_range(api):
+def test_it_answers_404_for_ids_beyond_the_database_range(harness):
     huge = 10**30
-    assert api.get(f"{URL}{huge}/").status_code == 404
-    assert api.post(f"{URL}{huge}/retire/", {}, format="json").status_code == 404
-    assert api.get(f"{URL}{huge}/history/").status_code == 404
+    assert harness.get(f"{URL}{huge}/").status_code == 404
+    assert harness.post(f"{URL}{huge}/retire/", {}, format="json").status_code == 404
+    assert harness.get(f"{URL}{huge}/history/").status_code == 404
 
 
-def test_a_lesson_holding_a_credential_is_refused_on_create_and_edit(api):
+def test_a_lesson_holding_a_credential_is_refused_on_create_and_edit(harness):
     body = {
         "text": "Deploy with password: hunter2hunter2 on the staging box.",
         "operation_key": "deploy:staging",
         "project_remote": "https://github.com/acme/shop.git",
     }
-    refused = api.post("/api/v1/lessons/", body, format="json")
+    refused = harness.post("/api/v1/lessons/", body, format="json")
     assert refused.status_code == 422
     assert refused.json()["error"]["code"] == "credential_refused"
     assert "text" in refused.json()["error"]["fields"]
-    ok = api.post(
+    ok = harness.post(
         "/api/v1/lessons/",
         {**body, "text": "Deploy to staging with the vault's key."},
         format="json",
     )
     assert ok.status_code == 201, ok.content
-    edit = api.patch(
+    edit = harness.patch(
         f"/api/v1/lessons/{ok.json()['id']}/",
         {"text": "Use token ghp_abcdefghijklmnopqrstuvwxyz0123456789 to deploy."},
         format="json",

@@ -128,6 +128,7 @@ def bundle(
         ],
         checks=[check(3, 0, label=text("outcome", "pytest"))],
         in_play=[{"type": "knowledge", "id": item.pk}],
+        channel="harness",
     )
     b.outcomes.append(body["id"])
     b.lessons.extend(body["lessons_created"])
@@ -243,6 +244,7 @@ def confirm_lesson(*, agent: Agent, lesson_id: int, session: str, outcome_id: st
         checks=[check(2, 0)],
         in_play=[{"type": "lesson", "id": lesson_id}],
         **kw,
+        channel="harness",
     )
     return body["id"]
 

@@ -22,6 +22,7 @@ class OutcomeFactory(factory.django.DjangoModelFactory):
     approach = factory.LazyFunction(lambda: [step("pytest:.", "tests", "ok", 1)])
     checks = factory.LazyFunction(lambda: [check(2, 0)])
     passed = True
+    channel = "harness"  # what the harness saw: evidence that counts
     response = factory.LazyFunction(
         lambda: {"confirmed": [], "contradicted": [], "lessons_created": []}
     )

@@ -336,3 +336,27 @@ def test_the_list_and_search_stay_bounded_at_10000_items(
     with django_assert_max_num_queries(7):
         hits = viewer.get("/knowledge/?q=service+number+42&top=50", **HX).context["hits"]
     assert len(hits) == 50
+
+
+# --- a person's confirmation (the person channel) ------------------------------------------
+
+
+def test_a_reviewer_confirms_an_item_with_a_reason(reviewer, host):
+    assert "Only claimed" in reviewer.get(f"/knowledge/{host.pk}/").content.decode()
+    response = reviewer.post(
+        f"/knowledge/{host.pk}/confirm/", {"reason": "checked the config"}, **HX
+    )
+    assert response.status_code == 200
+    host.refresh_from_db()
+    assert host.confidence == pytest.approx(0.65)
+    change = ConfidenceChange.objects.get(target_type="knowledge", target_id=host.pk)
+    assert (change.channel, change.kind) == ("person", "user_confirmed")
+    assert AuditEvent.objects.filter(action="knowledge.confirm", target_id=host.pk).exists()
+    assert "Earned" in response.content.decode()
+
+
+def test_a_viewer_cannot_confirm_an_item(viewer, host):
+    assert viewer.post(f"/knowledge/{host.pk}/confirm/", {"reason": "x"}).status_code == 403
+    host.refresh_from_db()
+    assert host.confidence == 0.5
+    assert not ConfidenceChange.objects.filter(target_id=host.pk).exists()

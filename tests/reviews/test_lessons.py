@@ -152,7 +152,9 @@ def test_the_lesson_page_is_also_an_htmx_fragment(viewer, lesson):
 
 def test_the_history_shows_each_version_with_its_evidence_and_ledger(reviewer, workspace, lesson):
     outcome = lesson.evidence.get().outcome
-    evidence_apply(target=lesson, kind="test_passed", evidence_id=f"outcome:{outcome.pk}")
+    evidence_apply(
+        target=lesson, kind="test_passed", evidence_id=f"outcome:{outcome.pk}", channel="harness"
+    )
     edited = lesson_edit(
         lesson=lesson, text="Prefer uv pip install.", actor=Actor(kind="person", label="user:test")
     )
@@ -259,7 +261,7 @@ def test_a_refused_action_shows_the_services_reason(reviewer, workspace):
 def test_an_edit_writes_a_new_version_and_the_page_shows_it(reviewer, lesson):
     response = reviewer.post(
         f"/lessons/{lesson.pk}/edit/",
-        {"text": "Prefer uv pip install for requirements.txt.", "operation_key": "uv:pip-install", "reason": "clearer"},
+        {"text": "Prefer uv pip install for requirements.txt.", "operation_key": "pytest:.", "reason": "clearer"},
         **HX,
     )  # fmt: skip
     assert response.status_code == 200
@@ -274,6 +276,18 @@ def test_an_edit_writes_a_new_version_and_the_page_shows_it(reviewer, lesson):
     assert lesson.superseded_by_id == edited.pk
     assert LessonEvidence.objects.filter(lesson=edited).count() == 1  # evidence inherited
     assert AuditEvent.objects.get(action="lesson.edit").reason == "clearer"
+
+
+def test_an_edit_cannot_move_a_lesson_to_another_operation(reviewer, lesson):
+    response = reviewer.post(
+        f"/lessons/{lesson.pk}/edit/",
+        {"text": lesson.text, "operation_key": "uv:pip-install", "reason": "other op"},
+        **HX,
+    )
+    assert response.status_code == 422
+    assert "operation cannot change" in response.content.decode()
+    lesson.refresh_from_db()
+    assert (lesson.operation_key, lesson.superseded_by_id) == ("pytest:.", None)
 
 
 def test_an_invalid_edit_is_refused_with_the_field_named(reviewer, lesson):
@@ -417,3 +431,49 @@ def test_a_lesson_with_many_outcomes_shows_the_newest_few(viewer, workspace):
     assert f'href="/outcomes/{outcomes[-1].pk}/">#{outcomes[-1].pk}</a>' in html
     assert f'href="/outcomes/{outcomes[0].pk}/">#{outcomes[0].pk}</a>' not in html
     assert "and 100 older" in html
+
+
+# --- a person's confirmation (the person channel) ---------------------------------------
+
+
+def test_a_reviewer_confirms_a_claimed_lesson_and_it_becomes_active(reviewer, workspace):
+    claimed = LessonFactory(workspace=workspace, state=LessonState.CLAIMED, confidence=0.3)
+    page = reviewer.get(f"/lessons/{claimed.pk}/").content.decode()
+    assert f"/lessons/{claimed.pk}/confirm/" in page
+    assert "Only claimed" in page
+    response = reviewer.post(
+        f"/lessons/{claimed.pk}/confirm/", {"reason": "I checked it on the CI image"}, **HX
+    )
+    assert response.status_code == 200
+    claimed.refresh_from_db()
+    assert claimed.state == LessonState.ACTIVE
+    assert claimed.confidence == pytest.approx(0.45)
+    change = ConfidenceChange.objects.get(target_type="lesson", target_id=claimed.pk)
+    assert (change.channel, change.kind) == ("person", "user_confirmed")
+    event = AuditEvent.objects.get(action="lesson.confirm", target_id=claimed.pk)
+    assert event.actor.startswith("user:") and event.reason == "I checked it on the CI image"
+    html = response.content.decode()
+    assert "Earned" in html and "a person" in html
+
+
+def test_a_viewer_cannot_confirm(viewer, workspace):
+    claimed = LessonFactory(workspace=workspace, state=LessonState.CLAIMED, confidence=0.3)
+    response = viewer.post(f"/lessons/{claimed.pk}/confirm/", {"reason": "looks right"})
+    assert response.status_code == 403
+    claimed.refresh_from_db()
+    assert (claimed.state, claimed.confidence) == (LessonState.CLAIMED, 0.3)
+
+
+def test_a_confirmation_needs_a_reason(reviewer, workspace):
+    claimed = LessonFactory(workspace=workspace, state=LessonState.CLAIMED, confidence=0.3)
+    response = reviewer.post(f"/lessons/{claimed.pk}/confirm/", {"reason": ""}, **HX)
+    assert response.status_code == 422
+    claimed.refresh_from_db()
+    assert claimed.state == LessonState.CLAIMED
+
+
+def test_the_evidence_table_says_who_reported_each_outcome(viewer, workspace, lesson):
+    own_word = OutcomeFactory(workspace=workspace, channel="agent")
+    LessonEvidenceFactory(lesson=lesson, outcome=own_word)
+    html = viewer.get(f"/lessons/{lesson.pk}/").content.decode()
+    assert "harness-verified" in html and "agent&#x27;s own word" in html

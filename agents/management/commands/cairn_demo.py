@@ -21,7 +21,7 @@ from memory.identity.services import (
     user_create,
     workspace_get_or_create,
 )
-from memory.models import Membership, Role, SkillDelta, Workspace
+from memory.models import Membership, Role, SkillDelta, TokenScope, Workspace
 from memory.skills.consent import delta_approve
 
 DEMO_WORKSPACE = "demo"
@@ -91,12 +91,14 @@ class Command(BaseCommand):
             mail = DemoClient(
                 token_issue(agent=agent_get_or_create(workspace=workspace, name="gaia/mail")).raw
             )
-            coder = DemoClient(
-                token_issue(agent=agent_get_or_create(workspace=workspace, name="gaia/coder")).raw
-            )
+            coder_agent = agent_get_or_create(workspace=workspace, name="gaia/coder")
+            coder = DemoClient(token_issue(agent=coder_agent).raw)
+            # The harness runs the coder's tools and sees real exit codes: outcomes,
+            # turns and tool calls come through its own token, never the model's.
+            coder_harness = DemoClient(token_issue(agent=coder_agent, scope=TokenScope.HARNESS).raw)
             steps = [
-                ("knowledge", lambda: self.knowledge(coder)),
-                ("lessons", lambda: self.lessons(coder)),
+                ("knowledge", lambda: self.knowledge(coder, coder_harness)),
+                ("lessons", lambda: self.lessons(coder_harness)),
                 ("skills", lambda: self.skills(mail, workspace)),
             ]
             for name, step in steps:
@@ -106,8 +108,9 @@ class Command(BaseCommand):
             "cairn: demo workspace 'demo' is ready (switch to it in the UI's workspace menu)."
         )
 
-    def knowledge(self, coder: DemoClient) -> None:
-        """What a coding agent remembers, a reminder, and an error it ran into."""
+    def knowledge(self, coder: DemoClient, harness: DemoClient) -> None:
+        """What a coding agent remembers, a reminder, and an error it ran into (the
+        conversation turn and the tool calls as its harness reports them)."""
         from datetime import timedelta
 
         from django.utils import timezone
@@ -149,7 +152,7 @@ class Command(BaseCommand):
             },
         )
         # A turn of conversation, and a tool call that fails (an error item is kept).
-        coder.call(
+        harness.call(
             "post",
             "sessions/demo-s1/turns/",
             {
@@ -158,7 +161,7 @@ class Command(BaseCommand):
                 "turn_index": 0,
             },
         )
-        coder.call(
+        harness.call(
             "post",
             "tool-calls/",
             {
@@ -181,7 +184,8 @@ class Command(BaseCommand):
         )
 
     def lessons(self, coder: DemoClient) -> None:
-        """Sessions in which a coding agent learns, uses and unlearns lessons."""
+        """Sessions in which a coding agent learns, uses and unlearns lessons (``coder``
+        is its harness: what it reports counts as evidence)."""
         project = "https://github.com/acme/webapp.git"
 
         def outcome(oid, session, turn, approach, checks, in_play=()):

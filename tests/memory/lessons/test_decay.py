@@ -75,7 +75,11 @@ def test_it_restarts_the_idle_clock_on_use_and_on_evidence():
     Lesson.objects.filter(pk=used.pk).update(last_used_at=NOW - timedelta(days=3))
     confirmed = idle(LessonFactory(), 100)
     evidence_apply(
-        target=confirmed, kind="test_passed", evidence_id="x", now=NOW - timedelta(days=8)
+        target=confirmed,
+        kind="test_passed",
+        evidence_id="x",
+        now=NOW - timedelta(days=8),
+        channel="harness",
     )
     decay_run(now=NOW)
     assert conf(used) == 0.5

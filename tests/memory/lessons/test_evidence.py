@@ -40,8 +40,8 @@ pytestmark = pytest.mark.django_db
 def test_it_applies_the_weight_of_each_kind(kind, lesson_after, knowledge_after):
     lesson = LessonFactory()
     item = KnowledgeFactory(workspace=lesson.workspace)
-    evidence_apply(target=lesson, kind=kind, evidence_id="e1")
-    evidence_apply(target=item, kind=kind, evidence_id="e1")
+    evidence_apply(target=lesson, kind=kind, evidence_id="e1", channel="harness")
+    evidence_apply(target=item, kind=kind, evidence_id="e1", channel="harness")
     lesson.refresh_from_db()
     item.refresh_from_db()
     assert lesson.confidence == pytest.approx(lesson_after)
@@ -50,7 +50,7 @@ def test_it_applies_the_weight_of_each_kind(kind, lesson_after, knowledge_after)
 
 def test_it_records_a_self_report_but_moves_only_recency():
     lesson = LessonFactory()
-    evidence_apply(target=lesson, kind="self_report", evidence_id="said-so")
+    evidence_apply(target=lesson, kind="self_report", evidence_id="said-so", channel="harness")
     lesson.refresh_from_db()
     assert lesson.confidence == 0.5
     assert lesson.use_count == 1 and lesson.last_used_at is not None
@@ -60,8 +60,8 @@ def test_it_records_a_self_report_but_moves_only_recency():
 def test_it_clamps_lessons_to_between_five_and_ninety_five_percent():
     high = LessonFactory(confidence=0.9)
     low = LessonFactory(confidence=0.2, pinned=True)  # pinned: stays live to show the clamp
-    evidence_apply(target=high, kind="test_passed", evidence_id="a")
-    evidence_apply(target=low, kind="contradiction", evidence_id="b")
+    evidence_apply(target=high, kind="test_passed", evidence_id="a", channel="harness")
+    evidence_apply(target=low, kind="contradiction", evidence_id="b", channel="harness")
     high.refresh_from_db()
     low.refresh_from_db()
     assert (high.confidence, low.confidence) == (0.95, 0.05)
@@ -70,8 +70,8 @@ def test_it_clamps_lessons_to_between_five_and_ninety_five_percent():
 def test_it_never_pushes_a_sealed_item_below_the_recall_floor():
     lesson = LessonFactory(confidence=0.3, sealed=True)
     item = KnowledgeFactory(confidence=0.25, sealed=True)
-    evidence_apply(target=lesson, kind="contradiction", evidence_id="a")
-    evidence_apply(target=item, kind="contradiction", evidence_id="a")
+    evidence_apply(target=lesson, kind="contradiction", evidence_id="a", channel="harness")
+    evidence_apply(target=item, kind="contradiction", evidence_id="a", channel="harness")
     lesson.refresh_from_db()
     item.refresh_from_db()
     assert (lesson.confidence, item.confidence) == (0.2, 0.2)
@@ -92,36 +92,36 @@ def test_it_writes_one_ledger_row_per_change_with_its_cause():
 # --- POST /evidence/ ----------------------------------------------------------------------------------------
 
 
-def post_evidence(api, **body):
+def post_evidence(harness, **body):
     payload = {"evidence_id": "ev-1", "kind": "user_confirmed", "target_type": "lesson", **body}
-    return api.post("/api/v1/evidence/", payload, format="json")
+    return harness.post("/api/v1/evidence/", payload, format="json")
 
 
-def test_it_applies_posted_evidence_once_per_id(api):
-    lesson = LessonFactory(workspace=api.agent.workspace)
-    first = post_evidence(api, target_id=lesson.pk)
+def test_it_applies_posted_evidence_once_per_id(harness):
+    lesson = LessonFactory(workspace=harness.agent.workspace)
+    first = post_evidence(harness, target_id=lesson.pk)
     assert first.status_code == 201, first.json()
     assert first.json()["confidence_before"] == 0.5
     assert first.json()["confidence_after"] == pytest.approx(0.65)
-    again = post_evidence(api, target_id=lesson.pk)
+    again = post_evidence(harness, target_id=lesson.pk)
     assert again.status_code == 200 and again.json() == first.json()
     lesson.refresh_from_db()
     assert lesson.confidence == pytest.approx(0.65)
     assert Evidence.objects.count() == 1
 
 
-def test_it_activates_a_claimed_lesson_on_a_confirmation_but_not_on_a_self_report(api):
-    lesson = LessonFactory(workspace=api.agent.workspace, state="claimed", confidence=0.3)
-    post_evidence(api, evidence_id="s", kind="self_report", target_id=lesson.pk)
+def test_it_activates_a_claimed_lesson_on_a_confirmation_but_not_on_a_self_report(harness):
+    lesson = LessonFactory(workspace=harness.agent.workspace, state="claimed", confidence=0.3)
+    post_evidence(harness, evidence_id="s", kind="self_report", target_id=lesson.pk)
     lesson.refresh_from_db()
     assert lesson.state == "claimed"
-    body = post_evidence(api, evidence_id="c", kind="diff_accepted", target_id=lesson.pk).json()
+    body = post_evidence(harness, evidence_id="c", kind="diff_accepted", target_id=lesson.pk).json()
     assert body["state"] == "active"
 
 
-def test_it_strengthens_knowledge_through_posted_evidence(api):
-    item = KnowledgeFactory(workspace=api.agent.workspace)
-    response = post_evidence(api, target_type="knowledge", target_id=item.pk)
+def test_it_strengthens_knowledge_through_posted_evidence(harness):
+    item = KnowledgeFactory(workspace=harness.agent.workspace)
+    response = post_evidence(harness, target_type="knowledge", target_id=item.pk)
     assert response.status_code == 201
     item.refresh_from_db()
     assert item.confidence == pytest.approx(0.65)
@@ -137,22 +137,22 @@ def test_it_strengthens_knowledge_through_posted_evidence(api):
         ({"target_id": 0}, 400, "target_id"),
     ],
 )
-def test_it_refuses_bad_evidence(api, body, status, field):
-    lesson = LessonFactory(workspace=api.agent.workspace)
-    response = post_evidence(api, **{"target_id": lesson.pk, **body})
+def test_it_refuses_bad_evidence(harness, body, status, field):
+    lesson = LessonFactory(workspace=harness.agent.workspace)
+    response = post_evidence(harness, **{"target_id": lesson.pk, **body})
     assert response.status_code == status
     assert field in response.json()["error"]["fields"]
     assert Evidence.objects.count() == 0
 
 
-def test_it_refuses_evidence_for_missing_retired_or_foreign_targets(api, make_api):
+def test_it_refuses_evidence_for_missing_retired_or_foreign_targets(harness, make_api):
     retired = LessonFactory(
-        workspace=api.agent.workspace, state="retired", retired_by="agent", confidence=0.4
+        workspace=harness.agent.workspace, state="retired", retired_by="agent", confidence=0.4
     )
     foreign = LessonFactory()
-    assert post_evidence(api, target_id=foreign.pk).status_code == 404
-    assert post_evidence(api, target_id=foreign.pk + 1000).status_code == 404
-    response = post_evidence(api, target_id=retired.pk)
+    assert post_evidence(harness, target_id=foreign.pk).status_code == 404
+    assert post_evidence(harness, target_id=foreign.pk + 1000).status_code == 404
+    response = post_evidence(harness, target_id=retired.pk)
     assert response.status_code == 422
     assert Evidence.objects.count() == 0  # nothing half-written
     retired.refresh_from_db()
@@ -160,8 +160,8 @@ def test_it_refuses_evidence_for_missing_retired_or_foreign_targets(api, make_ap
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_applies_posted_evidence_once_under_concurrent_retries(api):
-    lesson = LessonFactory(workspace=api.agent.workspace)
+def test_it_applies_posted_evidence_once_under_concurrent_retries(harness):
+    lesson = LessonFactory(workspace=harness.agent.workspace)
     body = {
         "evidence_id": "race",
         "kind": "diff_accepted",
@@ -172,7 +172,7 @@ def test_it_applies_posted_evidence_once_under_concurrent_retries(api):
 
     def send(_):
         client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {api.raw_token}")
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {harness.raw_token}")
         try:
             barrier.wait()
             return client.post("/api/v1/evidence/", body, format="json").status_code
@@ -197,8 +197,8 @@ def ledger_sum(target_type: str, target_id: int) -> float:
     return total or 0.0
 
 
-def test_it_keeps_birth_plus_ledger_equal_to_confidence_after_a_mixed_workload(api):
-    ws = api.agent.workspace
+def test_it_keeps_birth_plus_ledger_equal_to_confidence_after_a_mixed_workload(harness):
+    ws = harness.agent.workspace
     births: dict[tuple[str, int], float] = {}
     sealed = LessonFactory(workspace=ws, sealed=True, confidence=0.3)
     claimed = LessonFactory(workspace=ws, state="claimed", confidence=0.3, operation_key="npm:t")
@@ -209,7 +209,7 @@ def test_it_keeps_birth_plus_ledger_equal_to_confidence_after_a_mixed_workload(a
         births[("knowledge", item.pk)] = item.confidence
 
     def outcome(body):
-        response = api.post("/api/v1/outcomes/", body, format="json")
+        response = harness.post("/api/v1/outcomes/", body, format="json")
         assert response.status_code in (200, 201), response.json()
         return response.json()
 
@@ -232,7 +232,7 @@ def test_it_keeps_birth_plus_ledger_equal_to_confidence_after_a_mixed_workload(a
             ("diff_accepted", "lesson", claimed.pk),
         ]
     ):
-        api.post(
+        harness.post(
             "/api/v1/evidence/",
             {
                 "evidence_id": f"mix-{n}",

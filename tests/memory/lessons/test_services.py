@@ -17,14 +17,14 @@ from tests.factories.lessons import (
 pytestmark = pytest.mark.django_db
 
 
-def post(api, body) -> dict:
-    response = api.post("/api/v1/outcomes/", body, format="json")
+def post(harness, body) -> dict:
+    response = harness.post("/api/v1/outcomes/", body, format="json")
     assert response.status_code == 201, response.json()
     return response.json()
 
 
-def served(api, remote) -> list[int]:
-    body = api.get("/api/v1/context/", {"project_remote": remote}).json()
+def served(harness, remote) -> list[int]:
+    body = harness.get("/api/v1/context/", {"project_remote": remote}).json()
     return [item["id"] for item in body["lessons"]]
 
 
@@ -34,27 +34,27 @@ def test_it_normalises_equivalent_text():
     )
 
 
-def test_it_supersedes_a_lesson_when_a_passed_outcome_learns_the_reverse(api):
-    first = post(api, fixed_payload("pytest:tests/", "pytest:."))
+def test_it_supersedes_a_lesson_when_a_passed_outcome_learns_the_reverse(harness):
+    first = post(harness, fixed_payload("pytest:tests/", "pytest:."))
     old = Lesson.objects.get(pk=first["lessons_created"][0])
-    reverse = post(api, fixed_payload("pytest:.", "pytest:tests/"))
+    reverse = post(harness, fixed_payload("pytest:.", "pytest:tests/"))
     new = Lesson.objects.get(pk=reverse["lessons_created"][0])
     old.refresh_from_db()
     assert (old.superseded_by_id, old.supersede_reason) == (new.pk, "reversed")
-    assert served(api, SHOP) == [new.pk]
-    history = api.get(f"/api/v1/lessons/{new.pk}/history/").json()
+    assert served(harness, SHOP) == [new.pk]
+    history = harness.get(f"/api/v1/lessons/{new.pk}/history/").json()
     assert [v["lesson"]["id"] for v in history["versions"]] == [old.pk, new.pk]
 
 
-def test_it_keeps_a_sealed_lesson_when_the_reverse_is_learned(api):
-    first = post(api, fixed_payload("pytest:tests/", "pytest:."))
+def test_it_keeps_a_sealed_lesson_when_the_reverse_is_learned(harness):
+    first = post(harness, fixed_payload("pytest:tests/", "pytest:."))
     Lesson.objects.filter(pk=first["lessons_created"][0]).update(sealed=True)
-    post(api, fixed_payload("pytest:.", "pytest:tests/"))
-    assert len(served(api, SHOP)) == 2
+    post(harness, fixed_payload("pytest:.", "pytest:tests/"))
+    assert len(served(harness, SHOP)) == 2
 
 
-def test_it_never_relearns_a_person_retired_lesson_from_the_same_outcome(api):
-    body = post(api, fixed_payload("pytest:tests/", "pytest:."))
+def test_it_never_relearns_a_person_retired_lesson_from_the_same_outcome(harness):
+    body = post(harness, fixed_payload("pytest:tests/", "pytest:."))
     lesson = Lesson.objects.get(pk=body["lessons_created"][0])
     lesson_retire(
         lesson=lesson, actor=Actor(kind="person", label="user:alice"), reason="misleading"
@@ -68,7 +68,7 @@ def test_it_never_relearns_a_person_retired_lesson_from_the_same_outcome(api):
     )
     assert Lesson.objects.filter(state=LessonState.ACTIVE).count() == 0
     # An agent's retirement does not carry that promise.
-    body = post(api, fixed_payload("npm:test", "npm:run-test"))
+    body = post(harness, fixed_payload("npm:test", "npm:run-test"))
     lesson = Lesson.objects.get(pk=body["lessons_created"][0])
     lesson_retire(lesson=lesson, actor=Actor(kind="agent", label="agent:x"))
     learned = lesson_learn_mechanical(
@@ -80,10 +80,10 @@ def test_it_never_relearns_a_person_retired_lesson_from_the_same_outcome(api):
     assert learned is not None and learned[1] == "created"
 
 
-def test_it_restores_a_retired_lesson_for_a_person(api):
-    body = post(api, fixed_payload("pytest:tests/", "pytest:."))
+def test_it_restores_a_retired_lesson_for_a_person(harness):
+    body = post(harness, fixed_payload("pytest:tests/", "pytest:."))
     lesson = Lesson.objects.get(pk=body["lessons_created"][0])
     lesson_retire(lesson=lesson, actor=Actor(kind="person", label="user:alice"))
     restored = lesson_restore(lesson=lesson, actor=Actor(kind="person", label="user:alice"))
     assert (restored.state, restored.retired_by) == (LessonState.ACTIVE, "")
-    assert served(api, SHOP) == [lesson.pk]
+    assert served(harness, SHOP) == [lesson.pk]

@@ -114,6 +114,7 @@ def test_concurrent_ingestion_loses_nothing_that_was_not_selected(celery_worker_
                         step("uv", "a.txt", "ok", 2),
                     ],
                     checks=[check(3, 0)],
+                    channel="harness",
                 )
                 written.append(("outcome", body["id"]))
                 time.sleep(0.01)

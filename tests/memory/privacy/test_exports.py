@@ -162,6 +162,7 @@ def test_it_leaves_out_secrets_vectors_and_paths(rich):
         project_path="/home/alice/secret-project",
         approach=[step("pytest", "/home/alice/secret-project/tests/test_a.py", "ok", 1)],
         checks=[check(2, 0)],
+        channel="harness",
     )
     text = _export(rich)
     from memory.models import ApiToken
