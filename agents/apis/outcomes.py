@@ -87,6 +87,9 @@ class CheckSerializer(serializers.Serializer):
         allow_null=True, default=None, min_value=-INT_MAX, max_value=INT_MAX
     )
     step = serializers.IntegerField(min_value=0, max_value=INT_MAX)
+    duration_s = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, max_value=1e9, help_text="how long it ran"
+    )
 
 
 class OutcomeCreateApi(APIView):

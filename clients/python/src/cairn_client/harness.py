@@ -1,0 +1,146 @@
+"""The harness CLI: ``cairn-check`` wraps a check command, ``cairn-turn`` opens,
+steps and ends a turn. The model never runs these: the process that runs the tools
+does, with the harness token, so the exit codes Cairn sees are real.
+
+    cairn-turn start --goal "fix the cart tests"
+    cairn-turn step pip:install --target requirements.txt --failed
+    cairn-turn step uv:pip-install --target requirements.txt
+    cairn-check --label tests --kind test -- pytest -q
+    cairn-turn end
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from cairn_client.state import (
+    check_add,
+    flush,
+    session_id,
+    step_add,
+    turn_outcome,
+    turn_start,
+    turn_state,
+    warn,
+)
+
+KINDS = ("test", "lint", "build")
+LINT_TOOLS = {"ruff", "eslint", "flake8", "pylint", "mypy", "black", "prettier", "golangci-lint"}
+BUILD_TOOLS = {"tsc", "webpack", "vite", "gcc", "cc", "javac"}
+
+
+def guess_kind(argv: list[str]) -> str:
+    program = os.path.basename(argv[0]) if argv else ""
+    words = set(argv[:3])
+    if program in LINT_TOOLS or "lint" in words:
+        return "lint"
+    if program in BUILD_TOOLS or "build" in words:
+        return "build"
+    return "test"
+
+
+def check_main(argv: list[str] | None = None) -> int:
+    """``cairn-check [--label L] [--kind test|lint|build] [--target PATH] -- CMD ARGS…``:
+    run CMD with its output streamed unchanged, exit with its exit code, and append a
+    check record to the session's current turn (local; sent when the turn ends)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--" in args:
+        split = args.index("--")
+        own, command = args[:split], args[split + 1 :]
+    else:
+        own, command = [], args
+    parser = argparse.ArgumentParser(prog="cairn-check", description=check_main.__doc__)
+    parser.add_argument("--label", default="")
+    parser.add_argument("--kind", choices=KINDS)
+    parser.add_argument("--target", default="")
+    parser.add_argument("--session", default=None)
+    options = parser.parse_args(own)
+    if not command:
+        parser.error("give the command after --, e.g. cairn-check -- pytest -q")
+    started = time.monotonic()
+    try:
+        exit_code = subprocess.call(command)
+    except FileNotFoundError:
+        print(f"cairn-check: {command[0]}: command not found", file=sys.stderr)
+        exit_code = 127
+    duration = time.monotonic() - started
+    try:
+        with turn_state(session_id(options.session)) as state:
+            check_add(
+                state,
+                kind=options.kind or guess_kind(command),
+                label=options.label or os.path.basename(command[0]),
+                target=options.target,
+                exit_code=exit_code,
+                duration_s=duration,
+            )
+    except OSError as exc:  # a broken state dir never changes the command's exit code
+        warn(f"could not record the check: {exc}")
+    return exit_code
+
+
+def turn_main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="cairn-turn",
+        description="Keep the current turn's approach and checks; `end` posts the outcome "
+        "with the harness token (CAIRN_HARNESS_TOKEN, else CAIRN_TOKEN).",
+    )
+    parser.add_argument("--session", default=None, help="default: $CAIRN_SESSION")
+    sub = parser.add_subparsers(dest="command", required=True)
+    start = sub.add_parser("start", help="open a new turn")
+    start.add_argument("--goal", default="")
+    start.add_argument("--in-play", nargs="*", default=[], help="e.g. lesson:12 knowledge:40")
+    step = sub.add_parser("step", help="record one step of the approach")
+    step.add_argument("operation_key")
+    step.add_argument("--target", default="")
+    result = step.add_mutually_exclusive_group()
+    result.add_argument("--failed", action="store_true")
+    result.add_argument("--refused", action="store_true")
+    step.add_argument("--mutated", action="store_true", help="the step changed files")
+    end = sub.add_parser("end", help="post the turn's outcome")
+    end.add_argument("--in-play", nargs="*", default=[])
+    end.add_argument(
+        "--claim-wrong",
+        action="store_true",
+        help="the answer misreported its checks (the turn does not pass)",
+    )
+    sub.add_parser("flush", help="send outcomes kept after a failure to reach the server")
+    sub.add_parser("status", help="print the current turn")
+    options = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    with turn_state(session_id(options.session)) as state:
+        if options.command == "start":
+            turn_start(state, goal=options.goal, in_play=options.in_play)
+            print(state["outcome_id"])
+        elif options.command == "step":
+            outcome = "failed" if options.failed else "refused" if options.refused else "ok"
+            step_add(
+                state,
+                operation_key=options.operation_key,
+                target=options.target,
+                outcome=outcome,
+                mutated=options.mutated,
+            )
+        elif options.command == "end":
+            if state["open"]:
+                turn_outcome(state, claim_ok=not options.claim_wrong, in_play=options.in_play)
+            for answer in flush(state):
+                print(_summary(answer))
+        elif options.command == "flush":
+            for answer in flush(state):
+                print(_summary(answer))
+        else:
+            print(json.dumps(state, indent=2))
+    return 0
+
+
+def _summary(answer: dict) -> str:
+    parts = [f"outcome {answer.get('outcome_id')}: passed={json.dumps(answer.get('passed'))}"]
+    for key in ("confirmed", "contradicted", "lessons_created"):
+        if answer.get(key):
+            parts.append(f"{key}={json.dumps(answer[key])}")
+    return " · ".join(parts)

@@ -1,0 +1,182 @@
+"""``cairn-mcp``: Cairn's memory as MCP tools for a model (stdio, the official SDK).
+
+It runs with an **agent-scoped** token (``CAIRN_TOKEN``): the model's tools may
+remember, recall, read context and lessons, and propose lessons and deltas. It offers
+no tool that reports outcomes or a person's confirmation (those belong to the harness)
+and refuses to start with a harness or admin token, so nothing it offers can move a
+confidence.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+
+from cairn_client.client import Cairn, CairnError
+
+INSTRUCTIONS = (
+    "Cairn is your long-term memory. Call `context` at the start of a task for lessons "
+    "and known errors in this project, `lessons_check` before a risky command, `recall` "
+    "when you need a fact you may have stored, and `remember` for durable facts and "
+    "preferences (never secrets). Lessons and skill changes you propose are claims until "
+    "the harness or a person confirms them."
+)
+
+server = FastMCP("cairn", instructions=INSTRUCTIONS)
+_client: Cairn | None = None
+
+
+def client() -> Cairn:
+    global _client
+    if _client is None:
+        _client = Cairn(retries=2)
+    return _client
+
+
+def _result(text: str, data: Any) -> CallToolResult:
+    structured = data if isinstance(data, dict) else {"result": data}
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structuredContent=structured
+    )
+
+
+def _call(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except CairnError as exc:
+        raise ToolError(f"Cairn refused: {exc.message} ({exc.code})") from None
+
+
+@server.tool()
+def remember(
+    content: str, category: str = "fact", context: str = "global", entity: str = ""
+) -> CallToolResult:
+    """Store one durable fact, preference, skill note or reminder (≤ 2,000 characters).
+    Use it for things worth knowing next session; never for secrets (they are refused).
+    Returns the item id, or the id of an existing item it duplicated."""
+    body = _call(
+        client().remember,
+        content,
+        category=category,
+        context=context,
+        **({"entity": entity} if entity else {}),
+    )
+    dedup = body.get("deduplicated_into")
+    text = f"remembered as #{body['id']}" + (f" (merged into #{dedup})" if dedup else "")
+    return _result(text, body)
+
+
+@server.tool()
+def recall(query: str, context: str = "", category: str = "", top_k: int = 0) -> CallToolResult:
+    """Search your memory (meaning and words). Returns the best items, most relevant
+    first, as `#id [category] content`. Recall never changes how much an item is trusted."""
+    options = {"context": context or None, "category": category or None, "top_k": top_k or None}
+    body = _call(client().recall, query, **options)
+    lines = [
+        f"#{hit['id']} [{hit.get('category', '')}] {hit['content']}"
+        for hit in body.get("results", [])
+    ]
+    return _result("\n".join(lines) or "nothing found", body)
+
+
+@server.tool()
+def forget(item_id: int) -> CallToolResult:
+    """Archive one memory item you stored (it stays in history, out of recall)."""
+    body = _call(client().forget, item_id)
+    return _result(f"#{item_id} archived", body or {"id": item_id, "status": "archived"})
+
+
+@server.tool()
+def context(machine: str = "") -> CallToolResult:
+    """The plan-time context for this project: lessons learned from verified outcomes,
+    known errors and blockers, and standing memory. Call it once when a task starts."""
+    body = _call(client().context, machine=machine or None)
+    return _result(body.get("text") or "no context yet", body)
+
+
+@server.tool()
+def lessons_check(operation_key: str) -> CallToolResult:
+    """Before a risky operation (e.g. `pip:install`, `pytest:.`): the lessons, known
+    errors and blockers for it in this project."""
+    body = _call(client().lessons_check, operation_key)
+    lines = [f"- {lesson['text']}" for lesson in body.get("lessons", [])]
+    lines += [f"! {error.get('content', error)}" for error in body.get("errors", [])]
+    return _result("\n".join(lines) or f"nothing known about {operation_key}", body)
+
+
+@server.tool()
+def propose_lesson(text: str, operation_key: str) -> CallToolResult:
+    """Propose a lesson (one imperative sentence about one operation). It is stored as a
+    claim and is not served until the harness reports an outcome that confirms it."""
+    body = _call(client().propose_lesson, text, operation_key)
+    return _result(f"lesson #{body['id']} stored ({body.get('state')})", body)
+
+
+@server.tool()
+def propose_delta(
+    skill: str, kind: str, section: str, payload_json: str, turns: list[str]
+) -> CallToolResult:
+    """Propose a change to a skill (`preference`, `example` or `tool-hint`) anchored to a
+    section, citing the conversation turns (`session#index`) where the user asked for it.
+    A person reviews it before it takes effect. `payload_json` is the delta's payload."""
+    try:
+        payload = json.loads(payload_json)
+    except ValueError:
+        raise ToolError("payload_json must be a JSON object") from None
+    body = _call(
+        client().propose_delta,
+        skill,
+        kind=kind,
+        anchor={"section": section},
+        payload=payload,
+        provenance={"source": "user_instruction", "turns": turns},
+    )
+    return _result(f"delta #{body['id']} {body.get('status')}", body)
+
+
+@server.tool()
+def effective_skill(name: str, session_id: str = "", goal: str = "") -> CallToolResult:
+    """A skill as it applies now: its text with the learned adjustments a person approved."""
+    body = _call(client().effective_skill, name, session_id=session_id or None, goal=goal or None)
+    return _result(body.get("text", ""), body)
+
+
+@server.tool()
+def search_conversations(q: str) -> CallToolResult:
+    """Search past conversation turns by words; returns matching turns with their session."""
+    body = _call(client().search_conversations, q)
+    results = body.get("results", body if isinstance(body, list) else [])
+    lines = [
+        f"[{hit.get('session_id')}#{hit.get('turn_index')}] {hit.get('snippet') or hit.get('content', '')}"
+        for hit in results
+    ]
+    return _result(
+        "\n".join(lines) or "nothing found", body if isinstance(body, dict) else {"results": body}
+    )
+
+
+def main() -> int:
+    try:
+        scope = client().whoami().get("scope")
+    except CairnError as exc:
+        print(f"cairn-mcp: {exc}", file=sys.stderr)
+        return 1
+    if scope != "agent":
+        print(
+            f"cairn-mcp: refusing to start with a {scope}-scoped token. The MCP server is the "
+            "model's tool: give it an agent-scoped token (the harness token must never reach "
+            "the model).",
+            file=sys.stderr,
+        )
+        return 2
+    server.run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

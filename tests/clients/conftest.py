@@ -1,0 +1,57 @@
+"""Fixtures for the client, harness CLI, hook and MCP tests: a live Cairn on the real
+stack, tokens of each scope, and the environment the console scripts read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory.identity.services import token_issue
+
+BIN = Path(sys.executable).parent
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def script(name: str) -> str:
+    path = shutil.which(name, path=str(BIN)) or shutil.which(name)
+    assert path, f"{name} is not installed: make install puts clients/python in the venv"
+    return path
+
+
+@pytest.fixture
+def tokens(agent):
+    return {
+        "agent": token_issue(agent=agent, scope="agent").raw,
+        "harness": token_issue(agent=agent, scope="harness").raw,
+    }
+
+
+@pytest.fixture
+def harness_env(live_server, tokens, tmp_path):
+    """The environment a harness process runs in (its own state dir and session)."""
+    env = dict(os.environ)
+    env.update(
+        CAIRN_URL=live_server.url,
+        CAIRN_HARNESS_TOKEN=tokens["harness"],
+        CAIRN_TOKEN=tokens["agent"],
+        CAIRN_STATE_DIR=str(tmp_path / "state"),
+        CAIRN_SESSION="sess-cli",
+    )
+    return env
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git checkout whose origin is the shop repository (the project's identity)."""
+    path = tmp_path / "shop"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=path, check=True)
+    subprocess.run(
+        ["git", "remote", "add", "origin", "https://github.com/acme/shop.git"], cwd=path, check=True
+    )
+    return path

@@ -1,0 +1,111 @@
+"""cairn-check and cairn-turn as real processes against a live Cairn: the wrapped
+command's output and exit code pass through unchanged, the turn's checks and steps
+become a harness-reported outcome, and an unreachable server loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memory.models import Lesson, LessonState, Outcome
+from tests.clients.conftest import script
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run(name, *args, env, cwd=None):
+    return subprocess.run(
+        [script(name), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cairn_check_streams_output_and_keeps_the_exit_code(harness_env, tmp_path):
+    ok = run(
+        "cairn-check",
+        "--label",
+        "tests",
+        "--",
+        sys.executable,
+        "-c",
+        "print('all good')",
+        env=harness_env,
+    )
+    assert (ok.returncode, ok.stdout) == (0, "all good\n")
+    failed = run(
+        "cairn-check",
+        "--kind",
+        "lint",
+        "--",
+        sys.executable,
+        "-c",
+        "import sys; print('E1'); sys.exit(3)",
+        env=harness_env,
+    )
+    assert (failed.returncode, failed.stdout) == (3, "E1\n")
+    state = json.loads(run("cairn-turn", "status", env=harness_env).stdout)
+    assert [(c["kind"], c["label"], c["exit_code"], c["step"]) for c in state["checks"]] == [
+        ("test", "tests", 0, 1),
+        ("lint", os.path.basename(sys.executable), 3, 2),
+    ]
+    assert state["checks"][0]["duration_s"] >= 0
+
+
+def test_a_turn_becomes_a_harness_outcome_and_teaches_a_lesson(harness_env, repo):
+    env = harness_env
+    assert (
+        run("cairn-turn", "start", "--goal", "install the deps", env=env, cwd=repo).returncode == 0
+    )
+    run(
+        "cairn-turn",
+        "step",
+        "pip:install",
+        "--target",
+        "requirements.txt",
+        "--failed",
+        env=env,
+        cwd=repo,
+    )
+    run("cairn-turn", "step", "uv:pip-install", "--target", "requirements.txt", env=env, cwd=repo)
+    assert (
+        run(
+            "cairn-check",
+            "--label",
+            "pytest",
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+            env=env,
+            cwd=repo,
+        ).returncode
+        == 0
+    )
+    ended = run("cairn-turn", "end", env=env, cwd=repo)
+    assert ended.returncode == 0, ended.stderr
+    assert "passed=true" in ended.stdout and "lessons_created" in ended.stdout
+    outcome = Outcome.objects.get()
+    assert (outcome.channel, outcome.passed, outcome.session_id) == ("harness", True, "sess-cli")
+    assert outcome.checks[0]["exit_code"] == 0 and outcome.checks[0]["label"] == "pytest"
+    lesson = Lesson.objects.get(operation_key="uv:pip-install")
+    assert lesson.state == LessonState.ACTIVE
+
+
+def test_an_unreachable_server_keeps_the_turn_and_sends_it_later(harness_env, repo):
+    down = {**harness_env, "CAIRN_URL": "http://127.0.0.1:9"}
+    run("cairn-turn", "start", env=down, cwd=repo)
+    checked = run(
+        "cairn-check", "--", sys.executable, "-c", "raise SystemExit(1)", env=down, cwd=repo
+    )
+    assert checked.returncode == 1  # the server being down never changes it
+    ended = run("cairn-turn", "end", env=down, cwd=repo)
+    assert ended.returncode == 0
+    assert "kept and sent later" in ended.stderr
+    assert not Outcome.objects.exists()
+    sent = run("cairn-turn", "flush", env=harness_env, cwd=repo)
+    assert sent.returncode == 0, sent.stderr
+    assert Outcome.objects.get().passed is False
+    assert json.loads(run("cairn-turn", "status", env=harness_env).stdout)["pending"] == []
