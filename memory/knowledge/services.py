@@ -426,6 +426,21 @@ def _supersede(
 # --------------------------------------------------------------------------- forget / restore / delete
 
 
+def _audit_status_change(
+    *, workspace: Workspace, item: Knowledge, actor: Actor, action: str, reason: str
+) -> None:
+    """Audit an archive or a restore: the item's id and category, never its content."""
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action=action,
+        target_type="knowledge",
+        target_id=item.pk,
+        reason=reason[:500],
+        details={"category": item.category},
+    )
+
+
 def _locked(workspace: Workspace, item_id: int) -> Knowledge:
     item = Knowledge.objects.select_for_update().filter(workspace=workspace, pk=item_id).first()
     if item is None:
@@ -447,14 +462,8 @@ def knowledge_forget(
     item.status = KnowledgeStatus.ARCHIVED
     item.archived_at = timezone.now()
     item.save(update_fields=["status", "archived_at", "updated_at"])
-    audit_record(
-        workspace=workspace,
-        actor=actor.label,
-        action="knowledge.archive",
-        target_type="knowledge",
-        target_id=item.pk,
-        reason=reason[:500],
-        details={"category": item.category},
+    _audit_status_change(
+        workspace=workspace, item=item, actor=actor, action="knowledge.archive", reason=reason
     )
     return item
 
@@ -497,14 +506,8 @@ def knowledge_restore(
             fields={"id": ["an active error item for this operation exists"]},
             status_code=409,
         ) from None
-    audit_record(
-        workspace=workspace,
-        actor=actor.label,
-        action="knowledge.restore",
-        target_type="knowledge",
-        target_id=item.pk,
-        reason=reason[:500],
-        details={"category": item.category},
+    _audit_status_change(
+        workspace=workspace, item=item, actor=actor, action="knowledge.restore", reason=reason
     )
     return item
 
