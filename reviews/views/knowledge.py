@@ -181,19 +181,28 @@ def _reason(request, item: Knowledge, name: str):
     return None, _refused(request, item, {name: form.first_error()})
 
 
-@require_role("reviewer")
-@require_POST
-def knowledge_archive(request, pk: int):
+def _item_act(request, pk: int, *, name: str, service):
+    """A person's action on one item: ``(item, what the service returned, None)``, or
+    ``(item, None, the refusal to answer with)`` when the reason or the service says no."""
     item = _item_or_404(request, pk)
-    reason, refused = _reason(request, item, "archive")
+    reason, refused = _reason(request, item, name)
     if refused:
-        return refused
+        return item, None, refused
     try:
-        item = knowledge_forget(
+        result = service(
             workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
         )
     except ApplicationError as exc:
-        return _refused(request, item, {"action": exc.message})
+        return item, None, _refused(request, item, {"action": exc.message})
+    return item, result, None
+
+
+@require_role("reviewer")
+@require_POST
+def knowledge_archive(request, pk: int):
+    _, item, refused = _item_act(request, pk, name="archive", service=knowledge_forget)
+    if refused:
+        return refused
     messages.success(request, f"Item {item.pk} archived: out of recall, kept, restorable.")
     return _answer(request, item)
 
@@ -201,16 +210,9 @@ def knowledge_archive(request, pk: int):
 @require_role("reviewer")
 @require_POST
 def knowledge_restore_view(request, pk: int):
-    item = _item_or_404(request, pk)
-    reason, refused = _reason(request, item, "restore")
+    _, item, refused = _item_act(request, pk, name="restore", service=knowledge_restore)
     if refused:
         return refused
-    try:
-        item = knowledge_restore(
-            workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
-        )
-    except ApplicationError as exc:
-        return _refused(request, item, {"action": exc.message})
     messages.success(request, f"Item {item.pk} restored: recall finds it again.")
     return _answer(request, item)
 
@@ -219,16 +221,9 @@ def knowledge_restore_view(request, pk: int):
 @require_POST
 def knowledge_delete_view(request, pk: int):
     """A person's real delete (the item and its older versions), audited without content."""
-    item = _item_or_404(request, pk)
-    reason, refused = _reason(request, item, "delete")
+    _, deleted, refused = _item_act(request, pk, name="delete", service=knowledge_delete)
     if refused:
         return refused
-    try:
-        deleted = knowledge_delete(
-            workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
-        )
-    except ApplicationError as exc:
-        return _refused(request, item, {"action": exc.message})
     messages.success(
         request,
         f"Item {pk} deleted for good ({deleted} row{'s' if deleted != 1 else ''} with its "
