@@ -441,6 +441,14 @@ def _audit_status_change(
     )
 
 
+def _require_person(actor: Actor, message: str) -> None:
+    """403 ``permission_denied`` on ``id`` unless a person acts (restore, real delete)."""
+    if not actor.is_person:
+        raise ApplicationError(
+            message, code="permission_denied", fields={"id": ["people only"]}, status_code=403
+        )
+
+
 def _locked(workspace: Workspace, item_id: int) -> Knowledge:
     item = Knowledge.objects.select_for_update().filter(workspace=workspace, pk=item_id).first()
     if item is None:
@@ -482,13 +490,7 @@ def knowledge_restore(
     Its idle clock restarts (``last_used_at``): otherwise an item archived for being
     idle 90 days would be archived again by the next decay run.
     """
-    if not actor.is_person:
-        raise ApplicationError(
-            "Only a person can restore an archived item.",
-            code="permission_denied",
-            fields={"id": ["people only"]},
-            status_code=403,
-        )
+    _require_person(actor, "Only a person can restore an archived item.")
     item = _locked(workspace, item_id)
     if item.status == KnowledgeStatus.ACTIVE:
         return item
@@ -519,13 +521,7 @@ def knowledge_delete(*, workspace: Workspace, item_id: int, actor: Actor, reason
     Returns the number of rows deleted. The audit record names ids and category,
     never content. (Whole-workspace erasure is a separate admin job.)
     """
-    if not actor.is_person:
-        raise ApplicationError(
-            "Only a person can delete knowledge; an agent's DELETE archives it.",
-            code="permission_denied",
-            fields={"id": ["people only"]},
-            status_code=403,
-        )
+    _require_person(actor, "Only a person can delete knowledge; an agent's DELETE archives it.")
     item = _locked(workspace, item_id)
     lineage = [item.pk]
     frontier = [item.pk]
