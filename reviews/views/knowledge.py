@@ -182,46 +182,59 @@ def _reason(request, item: Knowledge, name: str):
 
 
 def _item_act(request, pk: int, *, name: str, service):
-    """A person's action on one item: ``(item, what the service returned, None)``, or
-    ``(item, None, the refusal to answer with)`` when the reason or the service says no."""
+    """A person's action on one item: ``(what the service returned, None)``, or
+    ``(None, the refusal to answer with)`` when the reason or the service says no."""
     item = _item_or_404(request, pk)
     reason, refused = _reason(request, item, name)
     if refused:
-        return item, None, refused
+        return None, refused
     try:
         result = service(
             workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
         )
     except ApplicationError as exc:
-        return item, None, _refused(request, item, {"action": exc.message})
-    return item, result, None
+        return None, _refused(request, item, {"action": exc.message})
+    return result, None
+
+
+def _status_change(request, pk: int, *, name: str, service, done: str):
+    """Archive or restore one item; ``done`` (with ``{pk}``) is the success message."""
+    item, refused = _item_act(request, pk, name=name, service=service)
+    if refused:
+        return refused
+    messages.success(request, done.format(pk=item.pk))
+    return _answer(request, item)
 
 
 @require_role("reviewer")
 @require_POST
 def knowledge_archive(request, pk: int):
-    _, item, refused = _item_act(request, pk, name="archive", service=knowledge_forget)
-    if refused:
-        return refused
-    messages.success(request, f"Item {item.pk} archived: out of recall, kept, restorable.")
-    return _answer(request, item)
+    return _status_change(
+        request,
+        pk,
+        name="archive",
+        service=knowledge_forget,
+        done="Item {pk} archived: out of recall, kept, restorable.",
+    )
 
 
 @require_role("reviewer")
 @require_POST
 def knowledge_restore_view(request, pk: int):
-    _, item, refused = _item_act(request, pk, name="restore", service=knowledge_restore)
-    if refused:
-        return refused
-    messages.success(request, f"Item {item.pk} restored: recall finds it again.")
-    return _answer(request, item)
+    return _status_change(
+        request,
+        pk,
+        name="restore",
+        service=knowledge_restore,
+        done="Item {pk} restored: recall finds it again.",
+    )
 
 
 @require_role("reviewer")
 @require_POST
 def knowledge_delete_view(request, pk: int):
     """A person's real delete (the item and its older versions), audited without content."""
-    _, deleted, refused = _item_act(request, pk, name="delete", service=knowledge_delete)
+    deleted, refused = _item_act(request, pk, name="delete", service=knowledge_delete)
     if refused:
         return refused
     messages.success(
