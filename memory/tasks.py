@@ -34,73 +34,74 @@ def _workspace(workspace_id: int | None):
     return Workspace.objects.get(pk=workspace_id) if workspace_id else None
 
 
+def _counted_run(task, *, kind: str, count, run_id: int | None, workspace=None, skipped=None):
+    """Run ``count(run)`` inside ``task``'s JobRun of ``kind`` and record what it returns
+    as the run's counts: the run's id, or ``skipped`` when the run does not go ahead."""
+    with job_recorded(
+        kind=kind, workspace=workspace, run_id=run_id, task_id=task.request.id or ""
+    ) as run:
+        if run is None:
+            return skipped
+        run.counts = count(run)
+        return run.pk
+
+
 @shared_task(name="memory.tasks.skills_budget")
 def skills_budget(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
     """Hold every agent's resident tier-3 deltas under the token budget (SPEC section 6)."""
-
     workspace = _workspace(workspace_id)
-    with job_recorded(
+    return _counted_run(
+        skills_budget,
         kind="skills.budget",
         workspace=workspace,
         run_id=run_id,
-        task_id=skills_budget.request.id or "",
-    ) as run:
-        if run is None:
-            return None
-        run.counts = delta_budget_enforce(workspace=workspace)
-        return run.pk
+        count=lambda run: delta_budget_enforce(workspace=workspace),
+    )
 
 
 @shared_task(name="memory.tasks.skills_consolidate")
 def skills_consolidate(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
     """Propose staged umbrella deltas for near-identical deltas on one anchor."""
-
     workspace = _workspace(workspace_id)
-    with job_recorded(
+    return _counted_run(
+        skills_consolidate,
         kind="skills.consolidate",
         workspace=workspace,
         run_id=run_id,
-        task_id=skills_consolidate.request.id or "",
-    ) as run:
-        if run is None:
-            return None
-        run.counts = delta_consolidate(workspace=workspace)
-        return run.pk
+        count=lambda run: delta_consolidate(workspace=workspace),
+    )
 
 
 @shared_task(name="memory.tasks.decay")
 def decay(run_id: int | None = None) -> int:
     """Daily (beat): idle-time decay of lessons and knowledge; safe to run twice."""
-    with job_recorded(kind="decay", run_id=run_id, task_id=decay.request.id or "") as run:
-        if run is None:
-            return 0
-        run.counts = decay_run()
-        return run.pk
+    return _counted_run(
+        decay, kind="decay", run_id=run_id, count=lambda run: decay_run(), skipped=0
+    )
 
 
 @shared_task(name="memory.tasks.maintenance")
 def maintenance(run_id: int | None = None) -> int:
     """Daily (beat): enforce the lesson caps (lowest confidence beyond the cap retired)."""
-    with job_recorded(
-        kind="maintenance", run_id=run_id, task_id=maintenance.request.id or ""
-    ) as run:
-        if run is None:
-            return 0
-        run.counts = lesson_caps_enforce()
-        return run.pk
+    return _counted_run(
+        maintenance,
+        kind="maintenance",
+        run_id=run_id,
+        count=lambda run: lesson_caps_enforce(),
+        skipped=0,
+    )
 
 
 @shared_task(name="memory.tasks.embed_backfill")
 def embed_backfill(run_id: int | None = None) -> int:
     """Re-embed rows from another (or no) embedder, with progress; safe to run twice."""
-
-    with job_recorded(
-        kind="embed_backfill", run_id=run_id, task_id=embed_backfill.request.id or ""
-    ) as run:
-        if run is None:
-            return 0
-        run.counts = embed_backfill_run(run=run)
-        return run.pk
+    return _counted_run(
+        embed_backfill,
+        kind="embed_backfill",
+        run_id=run_id,
+        count=lambda run: embed_backfill_run(run=run),
+        skipped=0,
+    )
 
 
 @shared_task(name="memory.tasks.export_run")
@@ -145,9 +146,4 @@ def erasure_run(run_id: int, selector: dict) -> int | None:
 @shared_task(name="memory.tasks.prune")
 def prune(run_id: int | None = None) -> int | None:
     """Delete raw history, job runs, audit events and replays past their retention."""
-
-    with job_recorded(kind="prune", run_id=run_id, task_id=prune.request.id or "") as run:
-        if run is None:
-            return None
-        run.counts = retention_prune()
-        return run.pk
+    return _counted_run(prune, kind="prune", run_id=run_id, count=lambda run: retention_prune())

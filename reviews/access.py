@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
+from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.identity.services import membership_get
 from memory.models import Membership
@@ -50,3 +53,17 @@ def require_role(role: str):
 def actor_for(request) -> Actor:
     """The person behind a request, as services take it."""
     return Actor.for_user(request.user)
+
+
+T = TypeVar("T")
+
+
+def call_service(call: Callable[[], T]) -> tuple[T | None, str]:
+    """Run a service call for a person: ``(its result, "")``, or ``(None, the refusal's
+    message)``; a 403 refusal (the service's own role check) is ``PermissionDenied``."""
+    try:
+        return call(), ""
+    except ApplicationError as exc:
+        if exc.status_code == 403:
+            raise PermissionDenied(exc.message) from exc
+        return None, exc.message

@@ -12,8 +12,9 @@ Colours come from CSS classes (``s-ok``, ``s-bad``, ``s-accent``, ``s-muted``,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
@@ -150,8 +151,21 @@ def _describe(labels, series, totals, unit) -> str:
     )
 
 
-def bar_chart(
+def bar_chart(**chart: Any) -> SafeString:
+    """Stacked bars: one column per label, one segment per series (in order, bottom up).
+    Takes ``chart_figure``'s keywords."""
+    return chart_figure(draw=_bars, **chart)
+
+
+def line_chart(**chart: Any) -> SafeString:
+    """One line per series over the labels, with a dot (and hover title) per point.
+    Takes ``chart_figure``'s keywords."""
+    return chart_figure(draw=_lines, **chart)
+
+
+def chart_figure(
     *,
+    draw: Callable[[Sequence[str], Sequence[Series], list[float], int, int], str],
     labels: Sequence[str],
     series: Sequence[Series],
     title: str,
@@ -160,9 +174,22 @@ def bar_chart(
     height: int = HEIGHT,
     empty_text: str = "No data yet",
 ) -> SafeString:
-    """Stacked bars: one column per label, one segment per series (in order, bottom up)."""
+    """A chart's ``<figure>``: ``draw(labels, series, totals, width, height)`` returns the
+    SVG body; the description, legend and empty text are the same for every kind."""
     _check(labels, series)
     totals = [sum(s.values[i] for s in series) for i in range(len(labels))]
+    return _figure(
+        title=title,
+        description=_describe(labels, series, totals, unit),
+        body=draw(labels, series, totals, width, height),
+        series=series,
+        width=width,
+        height=height,
+        empty_text=empty_text if not any(totals) else "",
+    )
+
+
+def _bars(labels, series, totals, width, height) -> str:
     frame = _Frame(labels=labels, top_value=max(totals, default=0), width=width, height=height)
     bar_w = frame.band * 0.7
     parts = [frame.grid()]
@@ -191,29 +218,10 @@ def bar_chart(
         f'<line class="axis-line" x1="{LEFT}" x2="{width - RIGHT}" '
         f'y1="{TOP + frame.plot_h}" y2="{TOP + frame.plot_h}"/>'
     )
-    return _figure(
-        title=title,
-        description=_describe(labels, series, totals, unit),
-        body="".join(parts),
-        series=series,
-        width=width,
-        height=height,
-        empty_text=empty_text if not any(totals) else "",
-    )
+    return "".join(parts)
 
 
-def line_chart(
-    *,
-    labels: Sequence[str],
-    series: Sequence[Series],
-    title: str,
-    unit: str = "",
-    width: int = WIDTH,
-    height: int = HEIGHT,
-    empty_text: str = "No data yet",
-) -> SafeString:
-    """One line per series over the labels, with a dot (and hover title) per point."""
-    _check(labels, series)
+def _lines(labels, series, totals, width, height) -> str:
     top = max((v for s in series for v in s.values), default=0)
     frame = _Frame(labels=labels, top_value=top, width=width, height=height)
     parts = [frame.grid()]
@@ -226,13 +234,4 @@ def line_chart(
                 f'<circle class="s-{escape(s.tone)}" cx="{_fmt(x)}" cy="{_fmt(y)}" r="3">'
                 f"<title>{escape(f'{label}: {_num(value)} {s.name}')}</title></circle>"
             )
-    totals = [sum(s.values[i] for s in series) for i in range(len(labels))]
-    return _figure(
-        title=title,
-        description=_describe(labels, series, totals, unit),
-        body="".join(parts),
-        series=series,
-        width=width,
-        height=height,
-        empty_text=empty_text if not any(totals) else "",
-    )
+    return "".join(parts)

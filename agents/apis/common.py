@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from memory.core.actors import Actor
 from memory.lessons.outcomes import IN_PLAY_TYPES
 from memory.models import EMBEDDING_DIMENSIONS
-from memory.privacy.selection import selector_parse
+from memory.privacy.selection import Selector, selector_parse
 
 # --------------------------------------------------------------------------- tags and limits
 
@@ -310,8 +310,14 @@ class SelectorSerializer(serializers.Serializer):
     skill = serializers.CharField(required=False, help_text="skill name (export only)")
 
 
-def _selector(request, raw, allowed):
-    return selector_parse(workspace=request.auth.workspace, data=raw, allowed=allowed)
+def _selection(request, serializer_class, allowed) -> tuple[dict, Selector]:
+    """Validate the admin request body with ``serializer_class`` and parse its ``selector``
+    against the ``allowed`` keys: the validated data and the parsed selector."""
+    data = serializer_class(data=request.data)
+    data.is_valid(raise_exception=True)
+    raw = data.validated_data["selector"]
+    selector = selector_parse(workspace=request.auth.workspace, data=raw, allowed=allowed)
+    return data.validated_data, selector
 
 
 class JobAcceptedSerializer(serializers.Serializer):

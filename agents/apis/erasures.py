@@ -16,7 +16,7 @@ from agents.apis.common import (
     JobAcceptedSerializer,
     SelectorSerializer,
     _accepted,
-    _selector,
+    _selection,
     actor,
     errors,
 )
@@ -53,9 +53,7 @@ class ErasurePreviewApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data = self.PreviewInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        selector = _selector(request, data.validated_data["selector"], ERASURE_SELECTORS)
+        data, selector = _selection(request, self.PreviewInputSerializer, ERASURE_SELECTORS)
         preview = erasure_preview(workspace=request.auth.workspace, selector=selector)
         return Response(self.PreviewOutputSerializer(preview.as_dict()).data)
 
@@ -102,15 +100,13 @@ class ErasureStartApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data = self.ErasureInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        selector = _selector(request, data.validated_data["selector"], ERASURE_SELECTORS)
+        data, selector = _selection(request, self.ErasureInputSerializer, ERASURE_SELECTORS)
         receipt = erasure_request(
             workspace=request.auth.workspace,
             selector=selector,
-            confirm=data.validated_data["confirm"],
+            confirm=data["confirm"],
             actor=actor(request),
-            reason=data.validated_data.get("reason", ""),
+            reason=data.get("reason", ""),
         )
         return _accepted(receipt.job_run)
 

@@ -18,7 +18,7 @@ from agents.apis.common import (
     JobAcceptedSerializer,
     SelectorSerializer,
     _accepted,
-    _selector,
+    _selection,
     actor,
     errors,
 )
@@ -56,13 +56,11 @@ class ExportStartApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data = self.ExportInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        selector = _selector(request, data.validated_data["selector"], EXPORT_SELECTORS)
+        data, selector = _selection(request, self.ExportInputSerializer, EXPORT_SELECTORS)
         run = export_request(
             workspace=request.auth.workspace,
             selector=selector,
-            fmt=data.validated_data["format"],
+            fmt=data["format"],
             actor=actor(request),
         )
         return _accepted(run)

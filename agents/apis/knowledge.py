@@ -40,7 +40,9 @@ from memory.knowledge.validation import AGENT_SOURCES
 from memory.models import CONTENT_MAX_CHARS, Category, KnowledgeStatus
 
 
-class KnowledgeOut(serializers.Serializer):
+# The fields every knowledge item shows, listed or recalled: a base, never a schema
+# component. (No docstring: drf-spectacular would copy it into every subclass's schema.)
+class KnowledgeItemFields(serializers.Serializer):
     id = serializers.IntegerField()
     content = serializers.CharField()
     category = serializers.CharField()
@@ -50,6 +52,9 @@ class KnowledgeOut(serializers.Serializer):
     sensitive = serializers.BooleanField()
     source = serializers.CharField()
     confidence = serializers.FloatField()
+
+
+class KnowledgeOut(KnowledgeItemFields):
     use_count = serializers.IntegerField()
     last_used_at = serializers.DateTimeField(allow_null=True)
     due_at = serializers.DateTimeField(allow_null=True)

@@ -17,6 +17,7 @@ from agents.apis.common import (
     _workspace,
     errors,
 )
+from agents.apis.knowledge import KnowledgeItemFields
 from memory.knowledge.recall import knowledge_recall
 from memory.models import CONTENT_MAX_CHARS, Category
 
@@ -44,16 +45,7 @@ class RecallIn(StrictSerializer):
     embedding = EmbeddingField()
 
 
-class RecallHitOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    content = serializers.CharField()
-    category = serializers.CharField()
-    domain = serializers.CharField()
-    entity = serializers.CharField()
-    context = serializers.CharField()
-    sensitive = serializers.BooleanField()
-    source = serializers.CharField()
-    confidence = serializers.FloatField()
+class RecallHitOut(KnowledgeItemFields):
     metadata = serializers.DictField()
     due_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -366,16 +367,12 @@ def knowledge_recall(
     workspace: Workspace,
     query: str,
     top_k: int | None = None,
-    context: str | None = None,
-    category: str | None = None,
-    entity: str | None = None,
-    time_from: datetime | None = None,
-    time_to: datetime | None = None,
-    include_sensitive: bool = False,
     embedding: list[float] | None = None,
     now: datetime | None = None,
+    **filters: Any,
 ) -> RecallResult:
-    """Hybrid recall, then mark the results used.
+    """Hybrid recall, then mark the results used. ``filters`` are ``knowledge_search``'s
+    (context, category, entity, time_from, time_to, include_sensitive).
 
     Retrieval is not evidence (SPEC principle 1): this refreshes ``last_used_at``
     and ``use_count`` of what it returns and never changes ``confidence``.
@@ -400,12 +397,7 @@ def knowledge_recall(
         query=query,
         query_embedding=vector,
         top_k=top_k,
-        context=context,
-        category=category,
-        entity=entity,
-        time_from=time_from,
-        time_to=time_to,
-        include_sensitive=include_sensitive,
+        **filters,
     )
     knowledge_mark_used(workspace=workspace, item_ids=[h.id for h in hits], now=now)
     return RecallResult(top_k=top_k, hits=hits)

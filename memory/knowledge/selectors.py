@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
@@ -70,37 +71,13 @@ class Page:
 def knowledge_list(
     *,
     workspace: Workspace,
-    category: str | None = None,
-    context: str | None = None,
-    entity: str | None = None,
-    domain: str | None = None,
-    status: str = KnowledgeStatus.ACTIVE,
-    q: str | None = None,
-    include_sensitive: bool = False,
-    include_superseded: bool = False,
-    due_before: datetime | None = None,
-    due_after: datetime | None = None,
-    created_from: datetime | None = None,
-    created_to: datetime | None = None,
     limit: int | None = None,
     offset: int = 0,
+    **filters: Any,
 ) -> Page:
-    """A page of items, newest first. ``status`` is ``active``, ``archived`` or ``all``."""
-    qs = knowledge_filter(
-        workspace=workspace,
-        category=category,
-        context=context,
-        entity=entity,
-        domain=domain,
-        status=status,
-        q=q,
-        include_sensitive=include_sensitive,
-        include_superseded=include_superseded,
-        due_before=due_before,
-        due_after=due_after,
-        created_from=created_from,
-        created_to=created_to,
-    )
+    """A page of items, newest first. ``filters`` are those of ``knowledge_filter``
+    (``status`` is ``active``, ``archived`` or ``all``)."""
+    qs = knowledge_filter(workspace=workspace, **filters)
     limit = page_size(limit)
     items = list(qs.order_by("-created_at", "-id").defer("embedding")[offset : offset + limit])
     count = qs.count() if (items or offset) else 0

@@ -426,6 +426,29 @@ def _supersede(
 # --------------------------------------------------------------------------- forget / restore / delete
 
 
+def _audit_status_change(
+    *, workspace: Workspace, item: Knowledge, actor: Actor, action: str, reason: str
+) -> None:
+    """Audit an archive or a restore: the item's id and category, never its content."""
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action=action,
+        target_type="knowledge",
+        target_id=item.pk,
+        reason=reason[:500],
+        details={"category": item.category},
+    )
+
+
+def _require_person(actor: Actor, message: str) -> None:
+    """403 ``permission_denied`` on ``id`` unless a person acts (restore, real delete)."""
+    if not actor.is_person:
+        raise ApplicationError(
+            message, code="permission_denied", fields={"id": ["people only"]}, status_code=403
+        )
+
+
 def _locked(workspace: Workspace, item_id: int) -> Knowledge:
     item = Knowledge.objects.select_for_update().filter(workspace=workspace, pk=item_id).first()
     if item is None:
@@ -447,14 +470,8 @@ def knowledge_forget(
     item.status = KnowledgeStatus.ARCHIVED
     item.archived_at = timezone.now()
     item.save(update_fields=["status", "archived_at", "updated_at"])
-    audit_record(
-        workspace=workspace,
-        actor=actor.label,
-        action="knowledge.archive",
-        target_type="knowledge",
-        target_id=item.pk,
-        reason=reason[:500],
-        details={"category": item.category},
+    _audit_status_change(
+        workspace=workspace, item=item, actor=actor, action="knowledge.archive", reason=reason
     )
     return item
 
@@ -473,13 +490,7 @@ def knowledge_restore(
     Its idle clock restarts (``last_used_at``): otherwise an item archived for being
     idle 90 days would be archived again by the next decay run.
     """
-    if not actor.is_person:
-        raise ApplicationError(
-            "Only a person can restore an archived item.",
-            code="permission_denied",
-            fields={"id": ["people only"]},
-            status_code=403,
-        )
+    _require_person(actor, "Only a person can restore an archived item.")
     item = _locked(workspace, item_id)
     if item.status == KnowledgeStatus.ACTIVE:
         return item
@@ -497,14 +508,8 @@ def knowledge_restore(
             fields={"id": ["an active error item for this operation exists"]},
             status_code=409,
         ) from None
-    audit_record(
-        workspace=workspace,
-        actor=actor.label,
-        action="knowledge.restore",
-        target_type="knowledge",
-        target_id=item.pk,
-        reason=reason[:500],
-        details={"category": item.category},
+    _audit_status_change(
+        workspace=workspace, item=item, actor=actor, action="knowledge.restore", reason=reason
     )
     return item
 
@@ -516,13 +521,7 @@ def knowledge_delete(*, workspace: Workspace, item_id: int, actor: Actor, reason
     Returns the number of rows deleted. The audit record names ids and category,
     never content. (Whole-workspace erasure is a separate admin job.)
     """
-    if not actor.is_person:
-        raise ApplicationError(
-            "Only a person can delete knowledge; an agent's DELETE archives it.",
-            code="permission_denied",
-            fields={"id": ["people only"]},
-            status_code=403,
-        )
+    _require_person(actor, "Only a person can delete knowledge; an agent's DELETE archives it.")
     item = _locked(workspace, item_id)
     lineage = [item.pk]
     frontier = [item.pk]

@@ -32,6 +32,12 @@ def _locked(delta: SkillDelta) -> SkillDelta:
     )
 
 
+def _locked_for_change(delta: SkillDelta, *, actor: Actor) -> SkillDelta:
+    """The delta, locked, once ``actor`` is shown to be allowed to change its status."""
+    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
+    return _locked(delta)
+
+
 def _transition_refuse(delta: SkillDelta, wanted: str, hint: str = "") -> ApplicationError:
     return ApplicationError(
         f"Delta {delta.pk} is {delta.status}; {wanted}.{(' ' + hint) if hint else ''}",
@@ -115,8 +121,7 @@ def delta_approve(*, delta: SkillDelta, actor: Actor, reason: str = "") -> Skill
 
     Applies from the next session: sessions already running keep their resolution.
     """
-    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
-    delta = _locked(delta)
+    delta = _locked_for_change(delta, actor=actor)
     if delta.status == DeltaStatus.QUARANTINED:
         raise _transition_refuse(
             delta, "untrusted deltas need explicit confirmation", "Use delta_confirm_quarantined."
@@ -133,8 +138,7 @@ def delta_approve(*, delta: SkillDelta, actor: Actor, reason: str = "") -> Skill
 @transaction.atomic
 def delta_confirm_quarantined(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
     """quarantined → active: a person's explicit, per-delta decision (audited)."""
-    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
-    delta = _locked(delta)
+    delta = _locked_for_change(delta, actor=actor)
     if delta.status != DeltaStatus.QUARANTINED:
         raise _transition_refuse(delta, "only quarantined deltas are confirmed this way")
     if not reason.strip():
@@ -147,8 +151,7 @@ def delta_confirm_quarantined(*, delta: SkillDelta, actor: Actor, reason: str = 
 @transaction.atomic
 def delta_reject(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
     """staged, quarantined or orphaned → archived."""
-    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
-    delta = _locked(delta)
+    delta = _locked_for_change(delta, actor=actor)
     if delta.status not in {DeltaStatus.STAGED, DeltaStatus.QUARANTINED, DeltaStatus.ORPHANED}:
         raise _transition_refuse(delta, "only pending deltas can be rejected", "Revert it instead.")
     _archive(delta, actor=actor.label, reason=reason, action="delta.reject")
@@ -158,8 +161,7 @@ def delta_reject(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillD
 @transaction.atomic
 def delta_revert(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
     """active → archived (the base behaviour returns from the next session)."""
-    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
-    delta = _locked(delta)
+    delta = _locked_for_change(delta, actor=actor)
     if delta.status != DeltaStatus.ACTIVE:
         raise _transition_refuse(delta, "only active deltas can be reverted")
     _archive(delta, actor=actor.label, reason=reason, action="delta.revert")

@@ -40,7 +40,7 @@ from memory.skills.selectors import (
     orphan_notice_get,
     orphan_notice_list,
 )
-from reviews.access import actor_for, require_role
+from reviews.access import actor_for, call_service, require_role
 from reviews.diffs import diff_counts, effective_render, unified_diff
 from reviews.forms import ConfirmUntrustedForm, ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
@@ -185,12 +185,11 @@ def _act(
     if delta.status != expected:
         messages.info(request, f"Delta #{pk} is already {delta.status}; nothing changed.")
         return removed()
-    try:
-        service(delta=delta, actor=actor_for(request), reason=form.cleaned_data["reason"])
-    except ApplicationError as exc:
-        if exc.status_code == 403:
-            raise PermissionDenied(exc.message) from exc
-        return refused(exc.message)
+    _, error = call_service(
+        lambda: service(delta=delta, actor=actor_for(request), reason=form.cleaned_data["reason"])
+    )
+    if error:
+        return refused(error)
     messages.success(request, done.format(pk=pk, skill=delta.skill.name))
     return removed()
 

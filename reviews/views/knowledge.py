@@ -188,20 +188,28 @@ def _reason(request, item: Knowledge, name: str):
     return None, _refused(request, item, {name: form.first_error()})
 
 
-@require_role("reviewer")
-@require_POST
-def knowledge_archive(request, pk: int):
+def _item_act(request, pk: int, *, name: str, service):
+    """A person's action on one item: ``(what the service returned, None)``, or
+    ``(None, the refusal to answer with)`` when the reason or the service says no."""
     item = _item_or_404(request, pk)
-    reason, refused = _reason(request, item, "archive")
+    reason, refused = _reason(request, item, name)
     if refused:
-        return refused
+        return None, refused
     try:
-        item = knowledge_forget(
+        result = service(
             workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
         )
     except ApplicationError as exc:
-        return _refused(request, item, {"action": exc.message})
-    messages.success(request, f"Item {item.pk} archived: out of recall, kept, restorable.")
+        return None, _refused(request, item, {"action": exc.message})
+    return result, None
+
+
+def _status_change(request, pk: int, *, name: str, service, done: str):
+    """Archive or restore one item; ``done`` (with ``{pk}``) is the success message."""
+    item, refused = _item_act(request, pk, name=name, service=service)
+    if refused:
+        return refused
+    messages.success(request, done.format(pk=item.pk))
     return _answer(request, item)
 
 
@@ -209,58 +217,57 @@ def knowledge_archive(request, pk: int):
 @require_POST
 def knowledge_confirm(request, pk: int):
     """A person's confirmation: ``user_confirmed`` evidence with the reviewer as actor."""
-    item = _item_or_404(request, pk)
-    reason, refused = _reason(request, item, "confirm")
-    if refused:
-        return refused
-    try:
-        result = evidence_confirm_by_person(
-            workspace=request.workspace,
+
+    def confirm(*, workspace, item_id, actor, reason):
+        return evidence_confirm_by_person(
+            workspace=workspace,
             target_type="knowledge",
-            target_id=item.pk,
-            actor=_person(request),
+            target_id=item_id,
+            actor=actor,
             reason=reason,
         )
-    except ApplicationError as exc:
-        return _refused(request, item, {"action": exc.message})
+
+    result, refused = _item_act(request, pk, name="confirm", service=confirm)
+    if refused:
+        return refused
     messages.success(
         request,
-        f"Item {item.pk} confirmed by you: strength {result.before:.2f} → {result.after:.2f}.",
+        f"Item {pk} confirmed by you: strength {result.before:.2f} → {result.after:.2f}.",
     )
-    return _answer(request, item)
+    return _answer(request, result.target)
+
+
+@require_role("reviewer")
+@require_POST
+def knowledge_archive(request, pk: int):
+    return _status_change(
+        request,
+        pk,
+        name="archive",
+        service=knowledge_forget,
+        done="Item {pk} archived: out of recall, kept, restorable.",
+    )
 
 
 @require_role("reviewer")
 @require_POST
 def knowledge_restore_view(request, pk: int):
-    item = _item_or_404(request, pk)
-    reason, refused = _reason(request, item, "restore")
-    if refused:
-        return refused
-    try:
-        item = knowledge_restore(
-            workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
-        )
-    except ApplicationError as exc:
-        return _refused(request, item, {"action": exc.message})
-    messages.success(request, f"Item {item.pk} restored: recall finds it again.")
-    return _answer(request, item)
+    return _status_change(
+        request,
+        pk,
+        name="restore",
+        service=knowledge_restore,
+        done="Item {pk} restored: recall finds it again.",
+    )
 
 
 @require_role("reviewer")
 @require_POST
 def knowledge_delete_view(request, pk: int):
     """A person's real delete (the item and its older versions), audited without content."""
-    item = _item_or_404(request, pk)
-    reason, refused = _reason(request, item, "delete")
+    deleted, refused = _item_act(request, pk, name="delete", service=knowledge_delete)
     if refused:
         return refused
-    try:
-        deleted = knowledge_delete(
-            workspace=request.workspace, item_id=item.pk, actor=_person(request), reason=reason
-        )
-    except ApplicationError as exc:
-        return _refused(request, item, {"action": exc.message})
     messages.success(
         request,
         f"Item {pk} deleted for good ({deleted} row{'s' if deleted != 1 else ''} with its "

@@ -12,12 +12,10 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from cairn.errors import ApplicationError
 from memory.models import DeltaStatus
 from memory.skills.consent import delta_reset, delta_revert
 from memory.skills.effective import effective_skill_build, effective_skill_compose
@@ -34,7 +32,7 @@ from memory.skills.selectors import (
     skill_review_list,
     skill_version_list,
 )
-from reviews.access import actor_for, require_role
+from reviews.access import actor_for, call_service, require_role
 from reviews.diffs import diff_counts, effective_render, unified_diff
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
@@ -185,13 +183,12 @@ def skills_revert(request, name: str, pk: int):
     elif delta.status != DeltaStatus.ACTIVE:
         messages.info(request, f"Delta #{pk} is {delta.status}, not active; nothing changed.")
     else:
-        try:
-            delta_revert(delta=delta, actor=actor_for(request), reason=form.cleaned_data["reason"])
-        except ApplicationError as exc:
-            if exc.status_code == 403:
-                raise PermissionDenied(exc.message) from exc
-            error = exc.message
-        else:
+        _, error = call_service(
+            lambda: delta_revert(
+                delta=delta, actor=actor_for(request), reason=form.cleaned_data["reason"]
+            )
+        )
+        if not error:
             messages.success(
                 request,
                 f"Delta #{pk} reverted: {delta.agent.name} gets {skill.name} without it "
@@ -217,18 +214,15 @@ def skills_reset(request, name: str):
     form = ReasonForm(request.POST)
     error = "" if form.is_valid() else form.first_error()
     if not error:
-        try:
-            count = delta_reset(
+        count, error = call_service(
+            lambda: delta_reset(
                 skill=skill,
                 agent=agent,
                 actor=actor_for(request),
                 reason=form.cleaned_data["reason"],
             )
-        except ApplicationError as exc:
-            if exc.status_code == 403:
-                raise PermissionDenied(exc.message) from exc
-            error = exc.message
-        else:
+        )
+        if not error:
             messages.success(
                 request,
                 f"{count} learned delta{'s' if count != 1 else ''} of {agent.name} on "
