@@ -15,8 +15,10 @@ Format (``version`` 1)::
 
 JSON Lines: a ``header`` line (the same without records), one ``record`` line
 per row ``{"type": "record", "section", "record"}``, then an ``end`` line.
-Sections come in import order: a section only references earlier ones (or
-itself, for supersede chains).
+Sections come in import order: a section's columns only reference earlier
+sections (or itself, for supersede chains); ids inside JSON values (declared
+``{"json": [{"path", "section"}]}`` in ``references``) may point anywhere and
+are rewritten once every row exists.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from memory.core.audit import audit_record
 from memory.core.jobs import job_enqueue, job_progress, job_run_create
 from memory.models import JobRun, Workspace
 from memory.privacy.datamap import TABLES, ById, Plan, Table, followers_of
+from memory.privacy.references import json_specs
 from memory.privacy.selection import Selector, selector_from_message
 
 FORMAT = "cairn-export"
@@ -77,11 +80,14 @@ def _exported_fields(table: Table) -> list[models.Field]:
     return out
 
 
-def _ref_targets(spec) -> set[str]:
+def ref_targets(spec) -> set[str]:
+    """Tables a ``refs`` entry points into."""
     if isinstance(spec, str):
         return {spec}
     if isinstance(spec, ById):
         return set(spec.targets.values())
+    if json_specs(spec):
+        return set().union(*(s.labels() for s in spec))
     return {spec.target}
 
 
@@ -91,6 +97,8 @@ def _ref_json(spec, names: dict[str, str]):
         return names[spec]
     if isinstance(spec, ById):
         return {"by": spec.type_field, "sections": {k: names[v] for k, v in spec.targets.items()}}
+    if json_specs(spec):
+        return {"json": [s.as_json(names) for s in spec]}
     return {"prefix": spec.prefix, "section": names[spec.target]}
 
 
@@ -120,7 +128,8 @@ def export_sections() -> list[Section]:
             refs[f.name] = names[f.related_model._meta.label]
         for name, spec in table.refs.items():
             refs[name] = _ref_json(spec, names)
-            required[label] |= {t for t in _ref_targets(spec) if t != label}
+            if not json_specs(spec):  # ids inside JSON are rewritten after every insert
+                required[label] |= {t for t in ref_targets(spec) if t != label}
         sections[label] = Section(table.export, table, tuple(fields), refs, m2m)
     ordered: list[Section] = []
     done: set[str] = set()
