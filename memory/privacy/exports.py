@@ -419,14 +419,23 @@ def export_download_record(*, run: JobRun, actor: Actor) -> None:
     )
 
 
-def export_files_forget(*, workspace: Workspace, older_than: dt.datetime | None = None) -> int:
+def export_files_forget(
+    *,
+    workspace: Workspace,
+    older_than: dt.datetime | None = None,
+    erasure: int | None = None,
+) -> int:
     """Delete export files of ``workspace`` (all, or those older than a moment).
 
-    Erasure deletes all of them: a file written before the erasure may hold
-    erased rows. The runs stay, marked expired, so their download links 404.
+    Erasure deletes all of them (``erasure`` is its receipt's id): a file written
+    before the erasure may hold erased rows. Retention deletes old ones. The runs
+    stay, marked expired with the reason (``deleted_by``: ``{"erasure": N}``,
+    ``{"retention_days": D}``, ``{}`` when no reason was given, or
+    ``{"missing": true}`` for a file that went some other way), so their rows
+    say why the download is gone.
     """
     directory = export_dir(workspace)
-    deleted = 0
+    deleted: set[str] = set()
     if directory.is_dir():
         for path in directory.iterdir():
             if not path.is_file():
@@ -436,13 +445,20 @@ def export_files_forget(*, workspace: Workspace, older_than: dt.datetime | None 
                 if mtime >= older_than:
                     continue
             path.unlink(missing_ok=True)
-            deleted += 1
+            deleted.add(path.name)
+    if erasure is not None:
+        why = {"erasure": erasure}
+    elif older_than is not None:
+        why = {"retention_days": settings.CAIRN_RETENTION_EXPORT_DAYS}
+    else:
+        why = {}
     for run in JobRun.objects.filter(workspace=workspace, kind="export", result__has_key="file"):
         path = run.result["file"]
         if not run.result.get("expired") and not (Path(settings.MEDIA_ROOT) / path).exists():
-            run.result = {**run.result, "expired": True}
+            reason = why if Path(path).name in deleted else {"missing": True}
+            run.result = {**run.result, "expired": True, "deleted_by": reason}
             run.save(update_fields=["result"])
-    return deleted
+    return len(deleted)
 
 
 # --------------------------------------------------------------------------- import
