@@ -161,6 +161,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {"task": "memory.tasks.heartbeat", "schedule": envint("CAIRN_HEARTBEAT_S", 300)},
 }
+# Each worker also sends one heartbeat the moment it is ready (cairn/celery.py), so
+# Job runs shows a live stack within seconds instead of after the first beat.
+CAIRN_HEARTBEAT_ON_START = envbool("CAIRN_HEARTBEAT_ON_START", True)
 
 # --- auth, i18n, static ------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
