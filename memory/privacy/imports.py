@@ -61,6 +61,12 @@ def _load(path: Path) -> _Loaded:
     return loaded
 
 
+def workspace_is_empty(*, workspace: Workspace) -> bool:
+    """True when ``workspace`` holds no learned data an import could collide with
+    (agents may exist: they are matched by name)."""
+    return _is_empty(workspace)
+
+
 def _is_empty(workspace: Workspace) -> bool:
     for section in export_sections():
         if section.table.label == "memory.Agent":
@@ -101,6 +107,14 @@ class ImportReport:
     @property
     def total_rows(self) -> int:
         return sum(self.rows.values())
+
+    @property
+    def total_remapped(self) -> int:
+        return sum(self.remapped.values())
+
+    @property
+    def total_dropped(self) -> int:
+        return sum(self.dropped.values())
 
     def as_dict(self) -> dict:
         return {

@@ -41,6 +41,7 @@ from memory.privacy.selectors import (
 from reviews.access import actor_for, require_role
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
+from reviews.views.imports import import_context
 
 EXPORT_KINDS = (
     ("workspace", "Everything in this workspace"),
@@ -103,6 +104,7 @@ def _rows(counts: dict[str, int]) -> list[dict]:
 
 def _exports_context(request, **extra) -> dict:
     return {
+        **import_context(request),
         "page": paginate(request, export_run_list(workspace=request.workspace), ordering=ORDER),
         "list_url": reverse("reviews:exports"),
         "kinds": EXPORT_KINDS,
