@@ -407,6 +407,23 @@ def export_file_get(*, run: JobRun) -> Path | None:
     return path
 
 
+def export_file_missing_why(*, run: JobRun | None) -> str:
+    """Why an export run has no file to download, in a sentence."""
+    if run is None or run.kind != "export":
+        return "No such export in this workspace."
+    if run.status != JobRun.Status.SUCCEEDED:
+        return f"Export #{run.pk} has no file: it is {run.status}."
+    why = (run.result or {}).get("deleted_by") or {}
+    if why.get("erasure"):
+        return (
+            f"The file of export #{run.pk} was deleted by erasure #{why['erasure']} "
+            "(an erasure deletes every export file of the workspace)."
+        )
+    if why.get("retention_days"):
+        return f"The file of export #{run.pk} expired after {why['retention_days']} days."
+    return f"The file of export #{run.pk} is gone (expired or missing)."
+
+
 def export_download_record(*, run: JobRun, actor: Actor) -> None:
     """A download hands everything learned to someone: the audit log says who."""
     audit_record(
