@@ -64,10 +64,6 @@ def _load(path: Path) -> _Loaded:
 def workspace_is_empty(*, workspace: Workspace) -> bool:
     """True when ``workspace`` holds no learned data an import could collide with
     (agents may exist: they are matched by name)."""
-    return _is_empty(workspace)
-
-
-def _is_empty(workspace: Workspace) -> bool:
     for section in export_sections():
         if section.table.label == "memory.Agent":
             continue  # agents are matched by name
@@ -137,8 +133,8 @@ class ImportReport:
                 + ", ".join(f"{k} {v}" for k, v in skipped.items())
                 + "."
             )
-        out.append(f"References remapped: {sum(self.remapped.values())}.")
-        dropped = sum(self.dropped.values())
+        out.append(f"References remapped: {self.total_remapped}.")
+        dropped = self.total_dropped
         detail = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items()))
         out.append(
             f"References dropped (target not in the export): {dropped}"
@@ -182,7 +178,7 @@ def export_import(
        is a bug, and the whole import rolls back.
     """
     loaded = import_check(path=path)
-    if not _is_empty(workspace):
+    if not workspace_is_empty(workspace=workspace):
         raise ApplicationError(
             f"Workspace {workspace.name!r} already holds data; import only into an empty "
             "workspace (create one first, e.g. `manage.py create_user NEW_WORKSPACE USER admin "

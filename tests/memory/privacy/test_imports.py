@@ -215,3 +215,37 @@ def test_it_reports_progress(full, tmp_path):
     total = sum(doc["counts"].values())
     assert seen[-1] == (total, total)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+# JSON columns of exported tables that hold no row ids (names, strings, session ids).
+# A new JSON column must be declared in the map's ``refs`` or added here, on purpose.
+JSON_WITHOUT_IDS = {
+    ("memory.Outcome", "approach"),
+    ("memory.Outcome", "checks"),
+    ("memory.Knowledge", "metadata"),
+    ("memory.SkillVersion", "permissions"),
+    ("memory.SkillVersion", "tools"),
+    ("memory.SkillVersion", "sections"),
+    ("memory.AgentTool", "reads_facts"),
+    ("memory.SkillDelta", "payload"),
+    ("memory.SkillDelta", "findings"),
+    ("memory.LearnedFact", "value"),
+    ("memory.LearnedFact", "provenance"),
+}
+
+
+def test_every_exported_json_column_is_declared_or_known_to_hold_no_ids():
+    from django.db import models
+
+    seen = set()
+    for table in TABLES.values():
+        if not table.export:
+            continue
+        for f in table.model._meta.concrete_fields:
+            if isinstance(f, models.JSONField) and f.name not in table.export_exclude:
+                seen.add((table.label, f.name))
+                assert f.name in table.refs or (table.label, f.name) in JSON_WITHOUT_IDS, (
+                    f"{table.label}.{f.name}: declare its ids in the datamap's refs "
+                    "or list it in JSON_WITHOUT_IDS"
+                )
+    assert JSON_WITHOUT_IDS <= seen  # no stale entries
