@@ -161,6 +161,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {"task": "memory.tasks.heartbeat", "schedule": envint("CAIRN_HEARTBEAT_S", 300)},
 }
+# Each worker also sends one heartbeat the moment it is ready (cairn/celery.py), so
+# Job runs shows a live stack within seconds instead of after the first beat.
+CAIRN_HEARTBEAT_ON_START = envbool("CAIRN_HEARTBEAT_ON_START", True)
 
 # --- auth, i18n, static ------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -414,6 +417,9 @@ CAIRN_ERASURE_TEXT_MAX_CHARS = 2000
 CAIRN_ERASURE_VACUUM_TRUNCATE = envbool("CAIRN_ERASURE_VACUUM_TRUNCATE", True)
 # Export records are read in chunks of this many rows.
 CAIRN_EXPORT_CHUNK = 500
+# The largest export file an admin may upload on the Export page (the command line
+# `manage.py import_export` has no limit).
+CAIRN_IMPORT_MAX_BYTES = envint("CAIRN_IMPORT_MAX_BYTES", 512 * 1024 * 1024)
 CELERY_BEAT_SCHEDULE["prune"] = {
     "task": "memory.tasks.prune",
     "schedule": envint("CAIRN_PRUNE_EVERY_S", 3600),

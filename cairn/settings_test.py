@@ -13,6 +13,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 CELERY_BEAT_SCHEDULE = {}
+# The shared test worker starts once per session; a heartbeat of its own would land
+# in whichever test is running then. The test of the start heartbeat turns it on.
+CAIRN_HEARTBEAT_ON_START = os.environ.get("CAIRN_HEARTBEAT_ON_START") == "1"
 # Tests serve static files through the finders; an empty STATIC_ROOT keeps
 # whitenoise from warning on every request in a fresh clone.
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)

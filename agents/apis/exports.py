@@ -24,7 +24,12 @@ from agents.apis.common import (
 )
 from agents.auth import IsAdminToken
 from cairn.errors import NotFoundError
-from memory.privacy.exports import FORMATS, export_file_get, export_request
+from memory.privacy.exports import (
+    FORMATS,
+    export_file_get,
+    export_file_missing_why,
+    export_request,
+)
 from memory.privacy.selection import EXPORT_SELECTORS
 from memory.privacy.selectors import export_run_get
 
@@ -82,7 +87,7 @@ class ExportDownloadApi(APIView):
         run = export_run_get(workspace=request.auth.workspace, pk=job_id)
         path = export_file_get(run=run) if run is not None else None
         if path is None:
-            raise NotFoundError("No export file for this job (not finished, or expired).")
+            raise NotFoundError(export_file_missing_why(run=run))
         return FileResponse(
             open(path, "rb"),  # FileResponse closes it
             as_attachment=True,

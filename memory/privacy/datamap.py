@@ -52,6 +52,7 @@ from memory.privacy.queries import (
     by_agent,
     text_match,
 )
+from memory.privacy.references import InJson
 from memory.privacy.selection import Selector
 
 CONTENT = "content"
@@ -76,6 +77,10 @@ class Prefixed:
 
 
 _LEDGER_TARGETS = ById("target_type", {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"})
+
+# ``{"type", "id"}`` references an outcome names (in play, confirmed, contradicted).
+_PLAYED = {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge", "error": "memory.Knowledge"}
+_LEDGER_JSON = {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"}
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,8 @@ class Table:
     export_exclude: tuple[str, ...] = ()
     # References by id without a foreign key, so export and import can remap them:
     # field → "memory.X" (an id or a list of ids), ById(type_field, {type: label})
-    # (polymorphic) or Prefixed("outcome:", "memory.Outcome") (an id inside a string).
+    # (polymorphic), Prefixed("outcome:", "memory.Outcome") (an id inside a string)
+    # or a tuple of InJson (ids inside a JSON value; memory.privacy.references).
     refs: Mapping[str, object] = field(default_factory=dict)
     # Columns whose values are content an API response echoes back: a stored
     # idempotency replay quoting one of them goes when the row goes.
@@ -239,7 +245,14 @@ def _entries() -> list[Table]:
                 "memory.Knowledge": _ledger_for("knowledge"),
             },
             export="evidence",
-            refs={"target_id": _LEDGER_TARGETS},
+            refs={
+                "target_id": _LEDGER_TARGETS,
+                # The body the first POST answered, replayed on retries.
+                "response": (
+                    InJson(("id",), "memory.Evidence"),
+                    InJson(("target_id",), _LEDGER_JSON, by="target_type"),
+                ),
+            },
         ),
         Table(
             "memory.ConfidenceChange",
@@ -277,6 +290,16 @@ def _entries() -> list[Table]:
                 "session": by("session_id"),
             },
             export="outcomes",
+            refs={
+                "in_play": (InJson(("*", "id"), _PLAYED, by="type"),),
+                # The body the first POST answered, replayed on retries.
+                "response": (
+                    InJson(("id",), "memory.Outcome"),
+                    InJson(("confirmed", "*", "id"), _PLAYED, by="type"),
+                    InJson(("contradicted", "*", "id"), _PLAYED, by="type"),
+                    InJson(("lessons_created", "*"), "memory.Lesson"),
+                ),
+            },
             quoted=("approach", "checks"),
         ),
         # ---- knowledge and raw history
@@ -396,6 +419,8 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="skill_deltas",
+            # A consolidation umbrella names its members (the M2M says it too).
+            refs={"provenance": (InJson(("members", "*"), "memory.SkillDelta"),)},
             export_exclude=("trigger_embedding", "payload_embedding"),
             quoted=("payload", "trigger_text", "findings"),
         ),

@@ -405,7 +405,14 @@ def erasure_execute(*, workspace: Workspace, selector: Selector, run: JobRun | N
         "cache_keys": effective_skill_cache_forget(
             workspace_id=workspace.pk, agent_ids=sorted(tally.agents_with_deltas)
         ),
-        "export_files": export_files_forget(workspace=workspace),
+        "export_files": export_files_forget(
+            workspace=workspace,
+            erasure=(
+                ErasureReceipt.objects.filter(job_run=run).values_list("pk", flat=True).first()
+                if run is not None
+                else None
+            ),
+        ),
     }
     counts = dict(sorted(tally.counts.items()))
     vacuum = vacuum_tables(labels=list(counts))

@@ -15,8 +15,10 @@ Format (``version`` 1)::
 
 JSON Lines: a ``header`` line (the same without records), one ``record`` line
 per row ``{"type": "record", "section", "record"}``, then an ``end`` line.
-Sections come in import order: a section only references earlier ones (or
-itself, for supersede chains).
+Sections come in import order: a section's columns only reference earlier
+sections (or itself, for supersede chains); ids inside JSON values (declared
+``{"json": [{"path", "section"}]}`` in ``references``) may point anywhere and
+are rewritten once every row exists.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from memory.core.audit import audit_record
 from memory.core.jobs import job_enqueue, job_progress, job_run_create
 from memory.models import JobRun, Workspace
 from memory.privacy.datamap import TABLES, ById, Plan, Table, followers_of
+from memory.privacy.references import json_specs
 from memory.privacy.selection import Selector, selector_from_message
 
 FORMAT = "cairn-export"
@@ -77,11 +80,14 @@ def _exported_fields(table: Table) -> list[models.Field]:
     return out
 
 
-def _ref_targets(spec) -> set[str]:
+def ref_targets(spec) -> set[str]:
+    """Tables a ``refs`` entry points into."""
     if isinstance(spec, str):
         return {spec}
     if isinstance(spec, ById):
         return set(spec.targets.values())
+    if json_specs(spec):
+        return set().union(*(s.labels() for s in spec))
     return {spec.target}
 
 
@@ -91,6 +97,8 @@ def _ref_json(spec, names: dict[str, str]):
         return names[spec]
     if isinstance(spec, ById):
         return {"by": spec.type_field, "sections": {k: names[v] for k, v in spec.targets.items()}}
+    if json_specs(spec):
+        return {"json": [s.as_json(names) for s in spec]}
     return {"prefix": spec.prefix, "section": names[spec.target]}
 
 
@@ -120,7 +128,8 @@ def export_sections() -> list[Section]:
             refs[f.name] = names[f.related_model._meta.label]
         for name, spec in table.refs.items():
             refs[name] = _ref_json(spec, names)
-            required[label] |= {t for t in _ref_targets(spec) if t != label}
+            if not json_specs(spec):  # ids inside JSON are rewritten after every insert
+                required[label] |= {t for t in ref_targets(spec) if t != label}
         sections[label] = Section(table.export, table, tuple(fields), refs, m2m)
     ordered: list[Section] = []
     done: set[str] = set()
@@ -398,6 +407,23 @@ def export_file_get(*, run: JobRun) -> Path | None:
     return path
 
 
+def export_file_missing_why(*, run: JobRun | None) -> str:
+    """Why an export run has no file to download, in a sentence."""
+    if run is None or run.kind != "export":
+        return "No such export in this workspace."
+    if run.status != JobRun.Status.SUCCEEDED:
+        return f"Export #{run.pk} has no file: it is {run.status}."
+    why = (run.result or {}).get("deleted_by") or {}
+    if why.get("erasure"):
+        return (
+            f"The file of export #{run.pk} was deleted by erasure #{why['erasure']} "
+            "(an erasure deletes every export file of the workspace)."
+        )
+    if why.get("retention_days"):
+        return f"The file of export #{run.pk} expired after {why['retention_days']} days."
+    return f"The file of export #{run.pk} is gone (expired or missing)."
+
+
 def export_download_record(*, run: JobRun, actor: Actor) -> None:
     """A download hands everything learned to someone: the audit log says who."""
     audit_record(
@@ -410,14 +436,23 @@ def export_download_record(*, run: JobRun, actor: Actor) -> None:
     )
 
 
-def export_files_forget(*, workspace: Workspace, older_than: dt.datetime | None = None) -> int:
+def export_files_forget(
+    *,
+    workspace: Workspace,
+    older_than: dt.datetime | None = None,
+    erasure: int | None = None,
+) -> int:
     """Delete export files of ``workspace`` (all, or those older than a moment).
 
-    Erasure deletes all of them: a file written before the erasure may hold
-    erased rows. The runs stay, marked expired, so their download links 404.
+    Erasure deletes all of them (``erasure`` is its receipt's id): a file written
+    before the erasure may hold erased rows. Retention deletes old ones. The runs
+    stay, marked expired with the reason (``deleted_by``: ``{"erasure": N}``,
+    ``{"retention_days": D}``, ``{}`` when no reason was given, or
+    ``{"missing": true}`` for a file that went some other way), so their rows
+    say why the download is gone.
     """
     directory = export_dir(workspace)
-    deleted = 0
+    deleted: set[str] = set()
     if directory.is_dir():
         for path in directory.iterdir():
             if not path.is_file():
@@ -427,13 +462,20 @@ def export_files_forget(*, workspace: Workspace, older_than: dt.datetime | None 
                 if mtime >= older_than:
                     continue
             path.unlink(missing_ok=True)
-            deleted += 1
+            deleted.add(path.name)
+    if erasure is not None:
+        why = {"erasure": erasure}
+    elif older_than is not None:
+        why = {"retention_days": settings.CAIRN_RETENTION_EXPORT_DAYS}
+    else:
+        why = {}
     for run in JobRun.objects.filter(workspace=workspace, kind="export", result__has_key="file"):
         path = run.result["file"]
         if not run.result.get("expired") and not (Path(settings.MEDIA_ROOT) / path).exists():
-            run.result = {**run.result, "expired": True}
+            reason = why if Path(path).name in deleted else {"missing": True}
+            run.result = {**run.result, "expired": True, "deleted_by": reason}
             run.save(update_fields=["result"])
-    return deleted
+    return len(deleted)
 
 
 # --------------------------------------------------------------------------- import

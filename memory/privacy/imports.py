@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from memory.core.embeddings import get_embedder
 from memory.models import Knowledge, SkillDelta, Workspace
 from memory.privacy.datamap import ById
 from memory.privacy.exports import FORMAT, VERSION, Section, export_sections
+from memory.privacy.integrity import references_dangling
+from memory.privacy.references import json_remap, json_specs
 from memory.skills.skillmd import delta_line
 
 
@@ -58,7 +61,9 @@ def _load(path: Path) -> _Loaded:
     return loaded
 
 
-def _is_empty(workspace: Workspace) -> bool:
+def workspace_is_empty(*, workspace: Workspace) -> bool:
+    """True when ``workspace`` holds no learned data an import could collide with
+    (agents may exist: they are matched by name)."""
     for section in export_sections():
         if section.table.label == "memory.Agent":
             continue  # agents are matched by name
@@ -82,31 +87,112 @@ def _parse(f: models.Field, value):
     return value
 
 
+@dataclass
+class ImportReport:
+    """What an import did: rows created per section, records it could not import
+    (a required reference outside the export), and references per ``section.field``
+    rewritten to the new ids or dropped because their target was not exported."""
+
+    workspace: str = ""
+    source: str = ""
+    rows: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    remapped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    dropped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+    @property
+    def total_remapped(self) -> int:
+        return sum(self.remapped.values())
+
+    @property
+    def total_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "workspace": self.workspace,
+            "source": self.source,
+            "rows": dict(self.rows),
+            "skipped": {k: v for k, v in self.skipped.items() if v},
+            "references_remapped": dict(sorted(self.remapped.items())),
+            "references_dropped": dict(sorted(self.dropped.items())),
+        }
+
+    def lines(self) -> list[str]:
+        """The report as a person reads it (command line and UI)."""
+        rows = ", ".join(f"{name} {n}" for name, n in self.rows.items() if n) or "nothing"
+        out = [f"Imported {self.total_rows} rows into {self.workspace}: {rows}."]
+        skipped = {k: v for k, v in self.skipped.items() if v}
+        if skipped:
+            out.append(
+                "Not imported (a required reference outside the export): "
+                + ", ".join(f"{k} {v}" for k, v in skipped.items())
+                + "."
+            )
+        out.append(f"References remapped: {self.total_remapped}.")
+        dropped = self.total_dropped
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items()))
+        out.append(
+            f"References dropped (target not in the export): {dropped}"
+            + (f" ({detail})." if detail else ".")
+        )
+        return out
+
+
+Progress = Callable[[int, int], None]
+
+
+def import_check(*, path: Path) -> _Loaded:
+    """Read a file and refuse (422) one that is not a Cairn export of a known version."""
+    try:
+        loaded = _load(Path(path))
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise ApplicationError(
+            "Not a Cairn export file (it is not readable JSON).", fields={"file": ["invalid"]}
+        ) from exc
+    if loaded.header.get("format") != FORMAT or loaded.header.get("version") != VERSION:
+        raise ApplicationError(
+            f"Not a {FORMAT} version {VERSION} file.", fields={"file": ["unsupported"]}
+        )
+    return loaded
+
+
 @transaction.atomic
-def export_import(*, workspace: Workspace, path: Path, actor: Actor) -> dict[str, int]:
-    """Load an export into an EMPTY workspace; returns rows created per section.
+def export_import(
+    *, workspace: Workspace, path: Path, actor: Actor, progress: Progress | None = None
+) -> ImportReport:
+    """Load an export into an EMPTY workspace in one transaction; returns the report.
 
     1. Refuse (422) a workspace that already holds learned data, and files that
        are not a Cairn export of a known version.
     2. Create sections in order, mapping every exported id to the new row's id;
        self references (supersede chains) are inserted newest first so the
        "one current row" constraints hold at every insert.
-    3. Restore timestamps, many-to-many links, and recompute embeddings.
+    3. Restore timestamps and many-to-many links, rewrite the ids inside JSON
+       values the map declares, and recompute embeddings.
+    4. Walk every declared reference of the workspace: one that does not resolve
+       is a bug, and the whole import rolls back.
     """
-    loaded = _load(Path(path))
-    if loaded.header.get("format") != FORMAT or loaded.header.get("version") != VERSION:
+    loaded = import_check(path=path)
+    if not workspace_is_empty(workspace=workspace):
         raise ApplicationError(
-            f"Not a {FORMAT} version {VERSION} file.", fields={"file": ["unsupported"]}
-        )
-    if not _is_empty(workspace):
-        raise ApplicationError(
-            f"Workspace {workspace.name!r} already holds data; import only into an empty one.",
+            f"Workspace {workspace.name!r} already holds data; import only into an empty "
+            "workspace (create one first, e.g. `manage.py create_user NEW_WORKSPACE USER admin "
+            "--create-workspace`).",
             code="workspace_not_empty",
             fields={"workspace": ["not empty"]},
         )
+    report = ImportReport(
+        workspace=workspace.name, source=loaded.header.get("workspace", {}).get("name", "")
+    )
     idmap: dict[str, dict[int, int]] = defaultdict(dict)
-    created: dict[str, int] = {}
     sections = export_sections()
+    total = sum(len(loaded.sections.get(s.name, [])) for s in sections)
+    done = 0
     position = {s.table.label: i for i, s in enumerate(sections)}
     for index, section in enumerate(sections):
         forward = [
@@ -115,25 +201,29 @@ def export_import(*, workspace: Workspace, path: Path, actor: Actor) -> dict[str
             if f.is_relation and f.null and position.get(f.related_model._meta.label, -1) > index
         ]
         records = loaded.sections.get(section.name, [])
-        created[section.name] = _import_section(workspace, section, records, idmap, forward)
+        report.rows[section.name] = _import_section(
+            workspace, section, records, idmap, forward, report
+        )
+        report.skipped[section.name] = len(records) - report.rows[section.name]
+        done += len(records)
+        if progress:
+            progress(done, total)
     for index, section in enumerate(sections):
         for f in section.fields:
             if f.is_relation and f.null and position.get(f.related_model._meta.label, -1) > index:
-                _fill_forward(section, f, loaded.sections.get(section.name, []), idmap)
-    for section in export_sections():
+                _fill_forward(section, f, loaded.sections.get(section.name, []), idmap, report)
+    for section in sections:
         for f in section.m2m:
-            through = f.remote_field.through
-            src = f.m2m_field_name() + "_id"
-            dst = f.m2m_reverse_field_name() + "_id"
-            target = idmap[f.related_model._meta.label]
-            rows = []
-            for record in loaded.sections.get(section.name, []):
-                mine = idmap[section.table.label].get(record["id"])
-                for other in record.get(f.name) or []:
-                    if mine and other in target:
-                        rows.append(through(**{src: mine, dst: target[other]}))
-            through.objects.bulk_create(rows, ignore_conflicts=True)
+            _import_m2m(section, f, loaded.sections.get(section.name, []), idmap, report)
+        for name, spec in section.table.refs.items():
+            if json_specs(spec):
+                _remap_json(
+                    section, name, spec, loaded.sections.get(section.name, []), idmap, report
+                )
     _reembed(idmap, loaded)
+    dangling = references_dangling(workspace=workspace)
+    if dangling:
+        raise RuntimeError(f"import left {len(dangling)} dangling references: {dangling[:5]}")
     audit_record(
         workspace=workspace,
         actor=actor.label,
@@ -141,11 +231,57 @@ def export_import(*, workspace: Workspace, path: Path, actor: Actor) -> dict[str
         target_type="workspace",
         target_id=workspace.pk,
         details={
-            "counts": created,
-            "from_workspace": loaded.header.get("workspace", {}).get("name", ""),
+            "counts": report.rows,
+            "from_workspace": report.source,
+            "references_remapped": sum(report.remapped.values()),
+            "references_dropped": sum(report.dropped.values()),
         },
     )
-    return created
+    return report
+
+
+def _import_m2m(section: Section, f, records: list[dict], idmap, report: ImportReport) -> None:
+    through = f.remote_field.through
+    src = f.m2m_field_name() + "_id"
+    dst = f.m2m_reverse_field_name() + "_id"
+    target = idmap[f.related_model._meta.label]
+    key = f"{section.name}.{f.name}"
+    rows = []
+    for record in records:
+        mine = idmap[section.table.label].get(record["id"])
+        if not mine:
+            continue
+        for other in record.get(f.name) or []:
+            if other in target:
+                rows.append(through(**{src: mine, dst: target[other]}))
+                report.remapped[key] += 1
+            else:
+                report.dropped[key] += 1
+    through.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _remap_json(section: Section, name: str, specs, records: list[dict], idmap, report) -> None:
+    """Rewrite the ids inside one JSON column of the imported rows (every row exists now)."""
+    model = section.model
+    mine = idmap[section.table.label]
+    key = f"{section.name}.{name}"
+
+    def resolve(label: str | None, pk: int) -> int | None:
+        return idmap[label].get(pk) if label else None
+
+    changed = []
+    for record in records:
+        pk = mine.get(record["id"])
+        value = record.get(name)
+        if pk is None or value is None:
+            continue
+        new, tally = json_remap(specs, value, resolve)
+        report.remapped[key] += tally.remapped
+        report.dropped[key] += tally.dropped
+        if tally.found:
+            changed.append(model(pk=pk, **{name: new}))
+    for start in range(0, len(changed), 500):
+        model._default_manager.bulk_update(changed[start : start + 500], [name])
 
 
 def _import_section(
@@ -154,6 +290,7 @@ def _import_section(
     records: list[dict],
     idmap: dict[str, dict[int, int]],
     forward: list[models.Field],
+    report: ImportReport,
 ) -> int:
     """Insert one section's records; rows whose required reference is missing
     (outside a partial export) are skipped. Returns rows created."""
@@ -182,25 +319,34 @@ def _import_section(
     for record in sorted(records, key=lambda r: r["id"]):
         kwargs = {}
         later: list[tuple[str, int]] = []
+        counted: list[tuple[str, str]] = []  # (remapped|dropped, key), kept if the row is
         for f in section.fields:
             value = record.get(f.name)
+            key = f"{section.name}.{f.name}"
             if f.is_relation:
                 target = None
                 if value is not None and f not in forward:
                     target = idmap[f.related_model._meta.label].get(value)
                     if target is None and f.name in self_refs and value >= record["id"]:
                         later.append((f.attname, value))
+                    elif target is None:
+                        counted.append(("dropped", key))
+                    else:
+                        counted.append(("remapped", key))
                 if target is None and not f.null:
                     break
                 kwargs[f.attname] = target
-            elif f.name in section.table.refs:
-                mapped = _remap(section.table.refs[f.name], value, record, idmap)
+            elif f.name in section.table.refs and not json_specs(section.table.refs[f.name]):
+                mapped, tally = _remap(section.table.refs[f.name], value, record, idmap)
                 if mapped is _DANGLING:
                     break
+                counted += [("remapped", key)] * tally[0] + [("dropped", key)] * tally[1]
                 kwargs[f.attname] = mapped
             else:
                 kwargs[f.attname] = _parse(f, value)
         else:
+            for what, key in counted:
+                getattr(report, what)[key] += 1
             for pk, attname in waiting.get(record["id"], []):
                 model._default_manager.filter(pk=pk).update(**{attname: pk})
             if has_workspace:
@@ -213,6 +359,10 @@ def _import_section(
                 waiting[target].append((obj.pk, attname))
             for pk, attname in waiting.pop(record["id"], []):
                 model._default_manager.filter(pk=pk).update(**{attname: obj.pk})
+                report.remapped[f"{section.name}.{attname.removesuffix('_id')}"] += 1
+    for entries in waiting.values():  # a successor that was not exported
+        for _, attname in entries:
+            report.dropped[f"{section.name}.{attname.removesuffix('_id')}"] += 1
     if timestamps and made:
         # auto_now(_add) overwrote them on insert; bulk_update writes values as given.
         for record, obj in made:
@@ -228,35 +378,47 @@ _DANGLING = object()
 
 
 def _remap(spec, value, record: dict, idmap: dict[str, dict[int, int]]):
-    """An id reference without a foreign key, in the importing workspace's ids.
+    """An id reference in a column without a foreign key, in the importing
+    workspace's ids; returns ``(value, (remapped, dropped))``.
 
     A reference to a row outside the export is dangling: the record is skipped
-    for a single id, dropped from a list, and left as written inside a string.
+    for a single id, dropped from a list, and emptied inside a string (the
+    ledger's ``outcome:42`` would otherwise name this workspace's outcome 42).
     """
     if value is None:
-        return None
+        return None, (0, 0)
     if isinstance(spec, str):
         if isinstance(value, list):
-            return [idmap[spec][v] for v in value if v in idmap[spec]]
-        return idmap[spec].get(value, _DANGLING)
+            kept = [idmap[spec][v] for v in value if v in idmap[spec]]
+            return kept, (len(kept), len(value) - len(kept))
+        return idmap[spec].get(value, _DANGLING), (1, 0)
     if isinstance(spec, ById):
         label = spec.targets.get(record.get(spec.type_field))
-        return idmap[label].get(value, _DANGLING) if label else _DANGLING
+        return (idmap[label].get(value, _DANGLING) if label else _DANGLING), (1, 0)
     if isinstance(value, str) and value.startswith(spec.prefix):
         rest = value[len(spec.prefix) :]
         if rest.isdigit() and int(rest) in idmap[spec.target]:
-            return f"{spec.prefix}{idmap[spec.target][int(rest)]}"
-    return value
+            return f"{spec.prefix}{idmap[spec.target][int(rest)]}", (1, 0)
+        return "", (0, 1)
+    return value, (0, 0)
 
 
-def _fill_forward(section: Section, f: models.Field, records: list[dict], idmap) -> None:
+def _fill_forward(
+    section: Section, f: models.Field, records: list[dict], idmap, report: ImportReport
+) -> None:
     """Set a nullable reference into a later section (a skill's current version)."""
     mine_map = idmap[section.table.label]
     target_map = idmap[f.related_model._meta.label]
+    key = f"{section.name}.{f.name}"
     for record in records:
         mine, value = mine_map.get(record["id"]), record.get(f.name)
-        if mine and value is not None and value in target_map:
+        if not mine or value is None:
+            continue
+        if value in target_map:
             section.model._default_manager.filter(pk=mine).update(**{f.attname: target_map[value]})
+            report.remapped[key] += 1
+        else:
+            report.dropped[key] += 1
 
 
 def _reembed(idmap: dict[str, dict[int, int]], loaded: _Loaded) -> None:

@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
+from cairn.health import check_workers
 from memory.core.selectors import (
     ACTIVE_JOB_STATUSES,
     JOB_RUN_ORDER,
@@ -25,6 +26,11 @@ def _common() -> dict:
     return {"active_statuses": ACTIVE_JOB_STATUSES, "poll_s": settings.CAIRN_UI_JOB_POLL_S}
 
 
+def _workers_answering() -> int:
+    count, _ = check_workers()
+    return count
+
+
 @require_role("viewer")
 @require_GET
 def jobs(request):
@@ -34,9 +40,13 @@ def jobs(request):
         status = ""
     queryset = job_run_list(workspace=request.workspace, kind=kind, status=status)
     workspace = request.workspace
+    page = paginate(request, queryset, ordering=JOB_RUN_ORDER)
     context = {
         **_common(),
-        "page": paginate(request, queryset, ordering=JOB_RUN_ORDER),
+        "page": page,
+        # Nothing ran yet: ask the workers (one ping, only in this rare case) so the
+        # empty state says whether they are up instead of guessing.
+        "workers": None if page.items or kind or status else _workers_answering(),
         "kind": kind,
         "status": status,
         "filtered": bool(kind or status),

@@ -28,6 +28,7 @@ from memory.privacy.exports import (
     FORMATS,
     export_download_record,
     export_file_get,
+    export_file_missing_why,
     export_request,
 )
 from memory.privacy.selection import ERASURE_SELECTORS, EXPORT_SELECTORS, selector_parse
@@ -41,6 +42,7 @@ from memory.privacy.selectors import (
 from reviews.access import actor_for, require_role
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
+from reviews.views.imports import import_context
 
 EXPORT_KINDS = (
     ("workspace", "Everything in this workspace"),
@@ -103,6 +105,7 @@ def _rows(counts: dict[str, int]) -> list[dict]:
 
 def _exports_context(request, **extra) -> dict:
     return {
+        **import_context(request),
         "page": paginate(request, export_run_list(workspace=request.workspace), ordering=ORDER),
         "list_url": reverse("reviews:exports"),
         "kinds": EXPORT_KINDS,
@@ -175,7 +178,7 @@ def exports_download(request, pk: int):
     run = export_run_get(workspace=request.workspace, pk=pk)
     path = export_file_get(run=run) if run is not None else None
     if path is None:
-        raise Http404("No export file for this job (not finished, or expired).")
+        raise Http404(export_file_missing_why(run=run))
     export_download_record(run=run, actor=actor_for(request))
     response = FileResponse(
         open(path, "rb"),  # FileResponse closes it

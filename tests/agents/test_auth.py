@@ -64,7 +64,7 @@ def test_admin_scope_is_reported(agent, client):
 
 
 def test_create_agent_prints_a_working_token_last(client, capsys):
-    call_command("create_agent", "acme", "gaia/chat")
+    call_command("create_agent", "acme", "gaia/chat", "--create-workspace")
     raw = capsys.readouterr().out.strip().splitlines()[-1]
     response = client.get("/api/v1/agents/me/", HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert response.status_code == 200
@@ -78,7 +78,7 @@ def test_create_agent_prints_a_working_token_last(client, capsys):
 
 
 def test_create_user_prints_a_password_that_logs_in(client, capsys):
-    call_command("create_user", "acme", "sam", "reviewer")
+    call_command("create_user", "acme", "sam", "reviewer", "--create-workspace")
     password = capsys.readouterr().out.strip().splitlines()[-1]
     assert client.login(username="sam", password=password)
     response = client.get("/dashboard/")

@@ -50,3 +50,26 @@ def test_it_exports_in_a_worker_and_serves_the_file(celery_worker_process, make_
     assert admin.__class__().get(job["download_url"]).status_code in (401, 403)
     agent_api = make_api(workspace=workspace, name="plain")
     assert agent_api.get(job["download_url"]).status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_download_an_erasure_deleted_says_so(make_api, settings, tmp_path):
+    from memory.models import JobRun
+    from memory.privacy.exports import export_files_forget, export_job
+
+    settings.MEDIA_ROOT = tmp_path
+    workspace = WorkspaceFactory()
+    run = JobRun.objects.create(
+        kind="export",
+        workspace=workspace,
+        params={"selector": {"kind": "workspace", "value": workspace.name}, "format": "json"},
+        status=JobRun.Status.SUCCEEDED,
+    )
+    export_job(run=run)
+    run.save()
+    export_files_forget(workspace=workspace, erasure=41)
+    admin = make_api(workspace=workspace, scope="admin", name="ops")
+    response = admin.get(f"/api/v1/exports/{run.pk}/download/")
+    assert response.status_code == 404
+    assert "deleted by erasure #41" in response.json()["error"]["message"]
+    assert "download_url" not in admin.get(f"/api/v1/jobs/{run.pk}/").json()

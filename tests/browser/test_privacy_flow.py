@@ -91,3 +91,40 @@ def test_a_reviewer_exports_and_downloads_without_a_reload(
     assert json.loads(lines[0])["type"] == "header"
     assert any("The alpha team deploys on Fridays." in line for line in lines)
     assert page.evaluate("window.__cairnMarker") == "same page"
+
+
+def test_an_admin_imports_an_export_into_an_empty_workspace(login, live_server, tmp_path):
+    import io
+
+    from memory.models import Outcome
+    from memory.privacy.exports import export_write
+    from memory.privacy.integrity import references_dangling
+    from memory.privacy.selection import Selector
+    from tests.factories.identity import WorkspaceFactory
+
+    source = WorkspaceFactory(name="old-team")
+    workspace_ready(source)
+    bundle(agent=ready_agent(source, "gaia/chat"), name="alpha")
+    out = io.StringIO()
+    export_write(workspace=source, selector=Selector(kind="workspace"), out=out, fmt="jsonl")
+    path = tmp_path / "old-team.jsonl"
+    path.write_text(out.getvalue())
+    empty = WorkspaceFactory(name="new-team")
+
+    page = login(workspace=empty, role="admin")
+    page.goto(f"{live_server.url}/exports/")
+    page.evaluate("window.__cairnMarker = 'same page'")
+    page.set_input_files("#import-file", str(path))
+    page.get_by_role("button", name="Import into new-team").click()
+    report = page.get_by_test_id("import-report")
+    expect(report).to_contain_text("into new-team from old-team")
+    expect(page.get_by_test_id("import-dropped")).to_have_text("0")
+    assert page.evaluate("window.__cairnMarker") == "same page"  # htmx, no reload
+    assert (
+        Outcome.objects.filter(workspace=empty).count()
+        == Outcome.objects.filter(workspace=source).count()
+    )
+    assert references_dangling(workspace=empty) == []
+    # A second try is refused: the workspace holds data now.
+    page.reload()
+    expect(page.get_by_test_id("import-not-empty")).to_be_visible()

@@ -124,3 +124,52 @@ def test_it_lists_exports_in_a_fixed_number_of_queries(
         _finished_export(workspace)
     with django_assert_max_num_queries(12):
         reviewer.get("/exports/", **HX)
+
+
+def _erased_by_receipt(workspace):
+    """An erasure run to completion by its job body, with its receipt (no worker needed)."""
+    from memory.models import ErasureReceipt
+    from memory.privacy.erasure import erasure_execute
+    from memory.privacy.selection import Selector
+
+    run = JobRun.objects.create(kind="erasure", workspace=workspace, status="running")
+    receipt = ErasureReceipt.objects.create(
+        workspace=workspace,
+        workspace_name=workspace.name,
+        job_run=run,
+        requested_by="user:a",
+        selector={"kind": "context"},
+    )
+    erasure_execute(
+        workspace=workspace, selector=Selector(kind="context", value="nothing-here"), run=run
+    )
+    return receipt
+
+
+def test_an_export_deleted_by_an_erasure_says_which_with_a_link(member_client, workspace):
+    run = _finished_export(workspace)
+    receipt = _erased_by_receipt(workspace)
+    run.refresh_from_db()
+    assert run.result["expired"] and run.result["deleted_by"] == {"erasure": receipt.pk}
+    admin = member_client(workspace=workspace, role="admin")
+    html = admin.get("/exports/").content.decode()
+    assert "deleted by" in html and f"erasure #{receipt.pk}" in html
+    assert f'href="/erasures/{receipt.pk}/"' in html
+    # A reviewer cannot open erasures: the reason without a link that would 403.
+    reviewer = member_client(workspace=workspace, role="reviewer")
+    row = reviewer.get(f"/exports/{run.pk}/", **HX).content.decode()
+    assert f"erasure #{receipt.pk}" in row and f'href="/erasures/{receipt.pk}/"' not in row
+    assert reviewer.get(f"/exports/{run.pk}/download/").status_code == 404
+
+
+def test_an_export_removed_by_retention_says_so(reviewer, workspace, settings):
+    import datetime as dt
+
+    from memory.privacy.exports import export_files_forget
+
+    run = _finished_export(workspace)
+    export_files_forget(workspace=workspace, older_than=dt.datetime.now(dt.UTC) + dt.timedelta(1))
+    run.refresh_from_db()
+    assert run.result["deleted_by"] == {"retention_days": settings.CAIRN_RETENTION_EXPORT_DAYS}
+    html = reviewer.get("/exports/").content.decode()
+    assert f"expired after {settings.CAIRN_RETENTION_EXPORT_DAYS} day" in html

@@ -65,7 +65,15 @@ def test_the_kind_filter_offers_the_spec_kinds_and_seen_ones(viewer, workspace):
 
 
 def test_empty_states_say_what_to_do(viewer, workspace):
-    assert "No job has run yet." in viewer.get("/jobs/").content.decode()
+    from cairn.health import check_workers
+
+    html = viewer.get("/jobs/").content.decode()
+    assert "No job has run yet" in html
+    # The page says what the workers answer, never "start it" to a running stack.
+    if check_workers()[0]:
+        assert "answered just now" in html and "make run" not in html
+    else:
+        assert "no worker answered" in html and "make run" in html
     JobRunFactory(workspace=workspace, kind="decay")
     filtered = viewer.get("/jobs/?kind=prune", **HX).content.decode()
     assert "No job runs match these filters." in filtered and "Clear the filters" in filtered
@@ -193,3 +201,15 @@ def test_the_nav_counter_looks_only_at_recent_runs(viewer, workspace, settings):
     assert 'title="queued or running"' not in html  # outside the window: no badge
     # The list's status filter still finds the stuck run.
     assert f'id="job-{stuck.pk}"' in viewer.get("/jobs/?status=running", **HX).content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_empty_state_of_a_running_stack_does_not_ask_to_start_it(
+    celery_worker_process, member_client
+):
+    workspace = WorkspaceFactory()
+    viewer = member_client(workspace=workspace, role="viewer")
+    JobRun.objects.all().delete()
+    html = viewer.get("/jobs/").content.decode()
+    assert "worker answered just now" in html or "workers answered just now" in html
+    assert "make run" not in html and "no worker answered" not in html

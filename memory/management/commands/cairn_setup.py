@@ -17,7 +17,10 @@ from memory.models import Role, TokenScope
 
 class Command(BaseCommand):
     help = (
-        "Check pgvector, apply migrations and, on first start, create a workspace, admin and token."
+        "Prepare the database; `make run` calls it for you. Checks that PostgreSQL has the "
+        "pgvector extension, applies migrations and, the very first time (no user exists "
+        "yet), creates the workspace 'default', the user 'admin' and the agent 'my-agent' and "
+        "prints their password and token once. Safe to run again: existing data is kept."
     )
 
     def handle(self, *args, **options):

@@ -24,16 +24,26 @@ ACTIONS = {
 
 class Command(BaseCommand):
     help = (
-        "List or review learned deltas: `list WORKSPACE [--status S]`, or "
-        "`approve|confirm|reject|revert|reapprove ID [ID ...] --user USERNAME --reason TEXT`."
+        "List or review learned skill deltas (changes agents proposed to a skill) from the "
+        "shell, as the review UI does. `list WORKSPACE [--status staged]` prints one line per "
+        "delta (id, status, skill#section, kind, agent, provenance, payload). "
+        "`approve|confirm|reject|revert|reapprove ID [ID ...] --user USERNAME --reason TEXT` "
+        "acts as that reviewer or admin, audited under their name."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["list", "reapprove", *ACTIONS])
+        parser.add_argument(
+            "action",
+            choices=["list", "reapprove", *ACTIONS],
+            help="list, or what to do with the deltas: approve a staged one, confirm a "
+            "quarantined one, reject, revert an active one, reapprove stale ones",
+        )
         parser.add_argument("targets", nargs="+", help="a workspace name for list, else delta ids")
         parser.add_argument("--user", help="the reviewing user (reviewer or admin)")
-        parser.add_argument("--reason", default="")
-        parser.add_argument("--status", help="list only deltas with this status")
+        parser.add_argument("--reason", default="", help="why, kept in the audit log")
+        parser.add_argument(
+            "--status", help="list only deltas with this status (staged, quarantined, active, …)"
+        )
 
     def handle(self, *args, action, targets, user, reason, status, **options):
         if action == "list":

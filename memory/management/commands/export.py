@@ -16,16 +16,26 @@ from memory.privacy.selection import EXPORT_SELECTORS, selector_parse
 
 
 class Command(BaseCommand):
-    help = "Export what a workspace learned (or one agent, project or skill) as JSON or JSONL."
+    help = (
+        "Write everything WORKSPACE learned (or only one agent's, project's or skill's rows) "
+        "to a file or standard output, as JSON or JSON Lines, with a progress bar on stderr. "
+        "Ids, lineage and evidence links are kept; tokens, embeddings and paths never are. "
+        "Load the file into an empty workspace with `manage.py import_export`."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("workspace")
+        parser.add_argument("workspace", help="the workspace's short name, e.g. default")
         scope = parser.add_mutually_exclusive_group()
         scope.add_argument("--agent", help="only this agent's rows (by name)")
         scope.add_argument("--project-remote", help="only this project (its git remote URL)")
         scope.add_argument("--project-path", help="only this project (its checkout path)")
         scope.add_argument("--skill", help="only this skill, its versions and deltas")
-        parser.add_argument("--format", choices=FORMATS, default="json")
+        parser.add_argument(
+            "--format",
+            choices=FORMATS,
+            default="json",
+            help="json (one document, default) or jsonl (one record per line, for large sets)",
+        )
         parser.add_argument("-o", "--output", help="file to write (default: standard output)")
 
     def handle(self, *args, workspace, output, **options):

@@ -77,3 +77,40 @@ def test_a_failing_job_records_its_error():
     assert run.status == JobRun.Status.FAILED
     assert "broken input" in run.error
     assert run.counts == {"seen": 3}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_sends_one_heartbeat_when_it_starts(tmp_path):
+    """No one calls heartbeat.delay(): the worker_ready signal does, so Job runs
+    is not empty for the first beat interval after `make run`."""
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    from tests.conftest import BASE_DIR, _worker_env
+
+    assert not JobRun.objects.filter(kind="heartbeat").exists()
+    env = {**_worker_env(settings.DATABASES["default"]["NAME"]), "CAIRN_HEARTBEAT_ON_START": "1"}
+    log = open(tmp_path / "worker.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "cairn", "worker", "--loglevel", "INFO"]
+        + ["--concurrency", "1", "--pool", "solo", "--without-mingle", "--without-gossip"]
+        + ["--hostname", f"startbeat-{os.getpid()}@%h"],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        run = _wait_for(
+            lambda: JobRun.objects.filter(kind="heartbeat", status="succeeded").first(),
+            timeout=60,
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+    assert run.workspace_id is None and run.counts == {"ok": 1}
+    assert JobRun.objects.filter(kind="heartbeat").count() == 1  # once, not per process

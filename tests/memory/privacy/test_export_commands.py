@@ -27,8 +27,11 @@ def test_it_exports_to_a_file_and_imports_it_into_a_new_workspace(populated, tmp
     call_command("export", populated.name, "--format", "jsonl", "-o", str(path), stderr=err)
     assert "Exported" in err.getvalue()
     out = io.StringIO()
-    call_command("import_export", str(path), "restored", stdout=out)
-    assert "Imported into restored" in out.getvalue()
+    call_command(
+        "import_export", str(path), "restored", "--create-workspace", stdout=out, stderr=err
+    )
+    assert "Created workspace 'restored'" in out.getvalue()
+    assert "rows into restored" in out.getvalue() and "References remapped:" in out.getvalue()
     restored = Workspace.objects.get(name="restored")
     assert Knowledge.objects.filter(workspace=restored).count() == 4  # 2 items, 2 error items
     again, original = io.StringIO(), io.StringIO()
@@ -54,4 +57,14 @@ def test_it_names_what_is_wrong(populated, tmp_path):
     path = tmp_path / "x.json"
     call_command("export", populated.name, "-o", str(path), stderr=io.StringIO())
     with pytest.raises(CommandError, match="empty"):
-        call_command("import_export", str(path), populated.name)
+        call_command("import_export", str(path), populated.name, stderr=io.StringIO())
+    # A mistyped workspace is refused, not created.
+    with pytest.raises(CommandError, match="--create-workspace"):
+        call_command("import_export", str(path), "restord", stderr=io.StringIO())
+    assert not Workspace.objects.filter(name="restord").exists()
+    # A file that is not an export creates nothing either.
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(CommandError, match="Not a Cairn export"):
+        call_command("import_export", str(bad), "fresh", "--create-workspace", stderr=io.StringIO())
+    assert not Workspace.objects.filter(name="fresh").exists()

@@ -13,6 +13,7 @@ from memory.lessons.outcomes import outcome_record
 from memory.models import Knowledge, Lesson, LessonEvidence
 from memory.privacy.exports import export_write
 from memory.privacy.imports import export_import
+from memory.privacy.references import InJson, json_remap
 from memory.privacy.selection import EXPORT_SELECTORS, selector_parse
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.lessons import check, step
@@ -45,8 +46,9 @@ def _sections(text: str) -> tuple[dict, dict]:
 def normalised(text: str) -> dict:
     """The document with ids replaced by positions and timestamps dropped.
 
-    References are followed through the header's schema, so a reference still
-    has to point at the same record (by position) to compare equal.
+    References, ids inside JSON values included, are followed through the
+    header's schema, so a reference still has to point at the same record (by
+    position) to compare equal.
     """
     header, sections = _sections(text)
     schema = header["schema"]
@@ -58,6 +60,12 @@ def normalised(text: str) -> dict:
     def ref(spec, value, record):
         if value is None:
             return None
+        if "json" in spec:  # ids inside a JSON value, each followed to its record
+            specs = tuple(
+                InJson(tuple(j["path"]), j.get("section") or j["sections"], by=j.get("by"))
+                for j in spec["json"]
+            )
+            return json_remap(specs, value, lambda name, pk: position[name].get(pk, "?"))[0]
         if isinstance(spec, str):
             if isinstance(value, list):
                 return sorted(position[spec].get(v, "?") for v in value)
@@ -124,10 +132,10 @@ def test_it_round_trips_export_import_export(rich, tmp_path):
     path = tmp_path / "export.json"
     path.write_text(original)
     empty = WorkspaceFactory()
-    created = export_import(workspace=empty, path=path, actor=Actor(kind="system", label="test"))
+    report = export_import(workspace=empty, path=path, actor=Actor(kind="system", label="test"))
     again = _export(empty)
     assert normalised(again) == normalised(original)
-    assert created["lessons"] == json.loads(original)["counts"]["lessons"]
+    assert report.rows["lessons"] == json.loads(original)["counts"]["lessons"]
     # Lineage and evidence links survived, pointing at the new rows.
     edited = Lesson.objects.get(workspace=empty, text="Prefer uv in beta.")
     assert Lesson.objects.filter(workspace=empty, superseded_by=edited).count() == 1
