@@ -10,7 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.apis.common import SKILL_ERRORS, TAG_SKILLS, errors
+from agents.apis.common import SKILL_ERRORS, TAG_SKILLS, actor, errors
 from agents.apis.facts import FactSerializer, _fact_body
 from memory.skills.deltas import delta_create
 from memory.skills.selectors import delta_list, fact_consumers, skill_get
@@ -194,6 +194,7 @@ class SkillDeltasApi(APIView):
         values = data.validated_data
         result = delta_create(
             agent=request.user,
+            channel=actor(request).channel,
             skill_name=name,
             kind=values["kind"],
             anchor=values.get("anchor"),

@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.apis.common import SKILL_ERRORS, TAG_FACTS, errors
+from agents.apis.common import SKILL_ERRORS, TAG_FACTS, actor, errors
 from memory.skills.facts import fact_put
 from memory.skills.selectors import fact_consumers, fact_get, fact_list
 
@@ -85,6 +85,7 @@ class FactApi(APIView):
         fact, created = fact_put(
             workspace=workspace,
             agent=request.user,
+            channel=actor(request).channel,
             namespace=namespace,
             key=key,
             value=values["value"],

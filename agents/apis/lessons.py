@@ -215,6 +215,7 @@ class LessonsApi(APIView):
         lesson, created = lesson_create(
             workspace=request.auth.workspace,
             agent=request.user,
+            channel=actor(request).channel,
             text=data["text"],
             operation_key=data["operation_key"],
             project_digest=project_digest_required(remote=project["remote"], path=project["path"]),

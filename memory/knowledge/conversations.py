@@ -331,6 +331,7 @@ def knowledge_record_failures(
             item = Knowledge.objects.create(
                 workspace=failure.workspace,
                 agent=failure.agent,
+                channel=Channel.SYSTEM,
                 content=content,
                 category=Category.ERROR,
                 domain=failure.tool[:100],

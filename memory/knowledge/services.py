@@ -115,6 +115,7 @@ def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberR
     item = Knowledge.objects.create(
         workspace=workspace,
         agent=actor.agent,
+        channel=actor.channel,
         content=prepared.content,
         category=prepared.category,
         domain=prepared.domain,
@@ -403,6 +404,7 @@ def _supersede(
     new = Knowledge.objects.create(
         workspace=workspace,
         agent=actor.agent or old.agent,
+        channel=actor.channel,
         embedding=vector,
         embedding_model=model_id if vector is not None else "",
         **fields,

@@ -166,6 +166,7 @@ def lesson_edit(
         birth_confidence=lesson.confidence,
         state=lesson.state,
         source=LessonSource.USER if by_person else lesson.source,
+        channel=actor.channel,
         pinned=lesson.pinned,
         sealed=lesson.sealed,
         use_count=lesson.use_count,

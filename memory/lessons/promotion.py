@@ -14,6 +14,7 @@ from memory.lessons.lifecycle import (
     _supersede,
 )
 from memory.models import (
+    Channel,
     Lesson,
     LessonEvidence,
     LessonScope,
@@ -88,6 +89,7 @@ def lesson_promote_if_confirmed(*, lesson: Lesson, now=None) -> Lesson | None:
             birth_confidence=best.confidence,
             state=LessonState.ACTIVE,
             source=best.source,
+            channel=Channel.SYSTEM,
             pinned=any(m.pinned for m in members),
             sealed=any(m.sealed for m in members),
             use_count=sum(m.use_count for m in members),
@@ -133,6 +135,7 @@ def lesson_demote_if_foreign(*, lesson: Lesson, outcome: Outcome, now=None) -> L
     demoted = Lesson.objects.create(
         workspace_id=lesson.workspace_id,
         agent=lesson.agent,
+        channel=Channel.SYSTEM,
         text=lesson.text,
         normalized_text=lesson.normalized_text,
         operation_key=lesson.operation_key,

@@ -159,6 +159,7 @@ def lesson_create(
     evidence_ids: list[int] | None = None,
     source: str = LessonSource.MODEL,
     now: datetime | None = None,
+    channel: str = Channel.AGENT,
 ) -> tuple[Lesson, bool]:
     """Create a project lesson; returns (lesson, created).
 
@@ -225,6 +226,7 @@ def lesson_create(
                 birth_confidence=birth,
                 state=LessonState.ACTIVE if outcomes else LessonState.CLAIMED,
                 source=source,
+                channel=channel,
             )
     except IntegrityError:
         # A concurrent twin won the one-live-lesson constraint: confirm it instead.
@@ -383,6 +385,7 @@ def lesson_learn_mechanical(
                 birth_confidence=confidence,
                 state=LessonState.ACTIVE if verified else LessonState.CLAIMED,
                 source=LessonSource.LOOP,
+                channel=outcome.channel,
             )
     except IntegrityError:
         existing = _current_equivalent(

@@ -10,7 +10,7 @@ from django.db.models.functions import Length
 from django.db.models.lookups import LessThanOrEqual
 from pgvector.django import HnswIndex, VectorField
 
-from memory.models.identity import Agent, Workspace
+from memory.models.identity import Agent, Channel, Workspace
 
 EMBEDDING_DIMENSIONS = 384
 CONTENT_MAX_CHARS = 2000
@@ -58,6 +58,8 @@ class Knowledge(models.Model):
     context = models.CharField(max_length=200, default="global")
     sensitive = models.BooleanField(default=False)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.AGENT)
+    # Which channel reported it: the agent (the model's word), the harness, a person or the system.
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
     # "Strength": a tiebreaker in recall; moved only by evidence (see the ledger).
     confidence = models.FloatField(default=0.5)
     use_count = models.PositiveIntegerField(default=0)

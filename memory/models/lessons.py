@@ -153,6 +153,8 @@ class Lesson(models.Model):
     birth_confidence = models.FloatField()
     state = models.CharField(max_length=8, choices=LessonState.choices)
     source = models.CharField(max_length=10, choices=LessonSource.choices)
+    # Which channel reported it: the agent (the model's word), the harness, a person or the system.
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
     pinned = models.BooleanField(default=False)
     sealed = models.BooleanField(default=False)
     use_count = models.PositiveIntegerField(default=0)

@@ -154,6 +154,8 @@ class SkillDelta(models.Model):
     payload = models.JSONField(default=dict)
     provenance = models.JSONField(default=dict, blank=True)
     provenance_source = models.CharField(max_length=32, choices=ProvenanceSource.choices)
+    # Which channel reported it: the agent (the model's word), the harness, a person or the system.
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
     trust = models.CharField(max_length=16, choices=DeltaTrust.choices)
     scope = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=DeltaStatus.choices)
@@ -314,6 +316,8 @@ class LearnedFact(models.Model):
     scope = models.CharField(max_length=200, default="global")
     provenance = models.JSONField(default=dict, blank=True)
     provenance_source = models.CharField(max_length=32, choices=ProvenanceSource.choices)
+    # Which channel reported it: the agent (the model's word), the harness, a person or the system.
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
     )

@@ -22,6 +22,7 @@ from memory.core.validation import bad_request, check_json_strings
 from memory.models import (
     Agent,
     AgentTool,
+    Channel,
     DeltaKind,
     DeltaStatus,
     DeltaTrust,
@@ -216,6 +217,7 @@ def delta_create(
     scope: str | None = None,
     permissions=None,
     security_tier=None,
+    channel: str = Channel.AGENT,
 ) -> DeltaWrite:
     """Write one learned delta, or route a fact to tier 0.
 
@@ -274,6 +276,7 @@ def delta_create(
             scope=payload.get("scope") or scope or "global",
             provenance=provenance,
             field_prefix="payload.",
+            channel=channel,
         )
         return DeltaWrite(fact=fact, fact_created=created)
     if kind not in DeltaKind.values:
@@ -307,6 +310,7 @@ def delta_create(
     status = DeltaStatus.STAGED if trust == DeltaTrust.TRUSTED else DeltaStatus.QUARANTINED
     line = delta_line(kind=kind, payload=cleaned)
     delta = SkillDelta(
+        channel=channel,
         workspace=workspace,
         agent=agent,
         skill=skill,

@@ -12,7 +12,7 @@ from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
-from memory.models import Agent, DeltaTrust, LearnedFact, Workspace
+from memory.models import Agent, Channel, DeltaTrust, LearnedFact, Workspace
 from memory.skills.skillmd import NAMESPACE_RE
 from memory.skills.trust import provenance_classify
 
@@ -31,6 +31,7 @@ def fact_put(
     scope: str = "global",
     provenance=None,
     field_prefix: str = "",
+    channel: str = Channel.AGENT,
 ) -> tuple[LearnedFact, bool]:
     """Set ``namespace/key`` to ``value``; returns (current fact, created).
 
@@ -88,6 +89,7 @@ def fact_put(
         current.superseded_by = current
         current.save(update_fields=["superseded_by"])
     fact = LearnedFact.objects.create(
+        channel=channel,
         workspace=workspace,
         agent=agent,
         namespace=namespace,

@@ -13,6 +13,7 @@ from pgvector.django import CosineDistance
 
 from memory.core.audit import audit_record
 from memory.models import (
+    Channel,
     DeltaStatus,
     DeltaTrust,
     ProvenanceSource,
@@ -180,6 +181,7 @@ def _umbrella_propose(*, cluster: list[int], neighbours: dict) -> SkillDelta:
     medoid = rows[min(cluster, key=lambda pk: (spread(pk), pk))]
     newest = max(rows.values(), key=lambda d: (d.created_at, d.pk))
     umbrella = SkillDelta.objects.create(
+        channel=Channel.SYSTEM,
         workspace=medoid.workspace,
         agent=medoid.agent,
         skill=medoid.skill,

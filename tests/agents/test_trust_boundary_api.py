@@ -296,3 +296,34 @@ def test_an_agent_token_uses_memory_without_moving_anything(api, harness):
     )
     assert not ConfidenceChange.objects.filter(workspace=api.agent.workspace).exists()
     assert Lesson.objects.get(pk=claimed["id"]).state == LessonState.CLAIMED
+
+
+def test_every_record_says_which_channel_wrote_it(api, harness):
+    from memory.models import ConversationTurn, Knowledge, ToolCall
+
+    said = api.post(
+        "/api/v1/knowledge/", {"content": "Builds use Node 20.", "category": "fact"}, format="json"
+    )
+    seen = harness.post(
+        "/api/v1/knowledge/",
+        {"content": "CI runs on Debian 12.", "category": "fact"},
+        format="json",
+    )
+    assert Knowledge.objects.get(pk=said.json()["id"]).channel == "agent"
+    assert Knowledge.objects.get(pk=seen.json()["id"]).channel == "harness"
+    lesson = _claim(api).json()
+    assert Lesson.objects.get(pk=lesson["id"]).channel == "agent"
+    turn = {"role": "user", "content": "Please fix the cart.", "turn_index": 0}
+    harness.post("/api/v1/sessions/s-1/turns/", turn, format="json")
+    api.post("/api/v1/sessions/s-2/turns/", turn, format="json")
+    assert dict(ConversationTurn.objects.values_list("session_id", "channel")) == {
+        "s-1": "harness",
+        "s-2": "agent",
+    }
+    calls = {
+        "calls": [{"session_id": "s-1", "tool": "shell", "operation_key": "npm:ci", "ok": True}]
+    }
+    harness.post("/api/v1/tool-calls/", calls, format="json")
+    assert ToolCall.objects.get().channel == "harness"
+    learned = _outcome(harness, fixed_payload("pip:install", "uv:pip-install"))
+    assert Lesson.objects.get(pk=learned["lessons_created"][0]).channel == "harness"
