@@ -257,9 +257,10 @@ def seed_skills(ws, gaia, coder, user):
         source="outcome_evidence",
         turns=("sess_a1#2",),
     )
-    for positive in (True, True, False):
+    for n, positive in enumerate((True, True, False)):
         feedback_record(
-            agent=gaia,
+            actor=Actor.for_agent(gaia, channel="harness"),
+            sample_id=f"screenshot-{n}",
             action_type="reply",
             scope=evidence.scope,
             positive=positive,

@@ -16,6 +16,8 @@ FINDING_LABELS = {
     "ignore_instructions": "tells the agent to ignore its instructions",
     "run_commands": "asks to run commands",
     "exfiltrate": "sends data somewhere",
+    "exfiltrate_to_address": "sends or copies something to an address or URL",
+    "permission_language": "asks for permissions or tool grants",
     "change_permissions": "asks for more permissions",
     "hidden_zero_width": "hidden zero-width character",
     "hidden_bidi_override": "hidden text-direction override",

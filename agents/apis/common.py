@@ -179,6 +179,7 @@ SKILL_ERRORS = ErrorArea(
     {
         400: "Invalid input: `fields` names each field at fault.",
         401: "Missing, invalid or revoked token.",
+        403: "Not allowed for this token's scope (e.g. only a harness token sends samples).",
         404: "No such skill (or fact) in this token's workspace.",
         409: "Conflict: a registered version is immutable.",
         422: "A rule refused the request; `code` says which.",

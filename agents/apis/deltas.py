@@ -96,9 +96,11 @@ class SkillDeltasApi(APIView):
         provenance = serializers.JSONField(
             required=False,
             allow_null=True,
-            help_text="`{source, turns}`; source user_instruction or outcome_evidence is "
-            "trusted (staged), observed_content, missing or unreadable is untrusted "
-            "(quarantined)",
+            help_text="`{source, turns?, outcomes?}`. Trusted (staged) only when records "
+            "back it: user_instruction citing in `turns` a stored user turn the harness "
+            "posted (`session_id#turn_index`), or outcome_evidence citing in `outcomes` the "
+            "id of a passed outcome the harness posted. Anything else, or any injection "
+            "finding, is quarantined",
         )
         scope = serializers.CharField(
             required=False,

@@ -42,8 +42,11 @@ class FactApi(APIView):
         scope = serializers.CharField(required=False, max_length=200, default="global")
         provenance = serializers.JSONField(
             required=False,
-            help_text="defaults to `{source: user_instruction}`: a direct fact write is a "
-            "preference tool acting on what the user said. Untrusted sources are refused.",
+            help_text="`{source, turns?, outcomes?}`, defaults to `{source: user_instruction}`. "
+            "A fact applies at once, so its provenance must be backed by records: a "
+            "user_instruction cites in `turns` a stored user turn the harness posted "
+            "(`session_id#turn_index`), an outcome_evidence cites in `outcomes` a passed "
+            "outcome the harness posted. Anything else is refused (422 untrusted_fact).",
         )
 
     @extend_schema(

@@ -41,6 +41,7 @@ from memory.models import (
     Outcome,
     StepOutcome,
 )
+from memory.skills.trust import trust_samples_from_outcome
 
 IN_PLAY_TYPES = ("lesson", "knowledge", "error", "delta")
 
@@ -149,6 +150,7 @@ def _apply(*, outcome: Outcome) -> dict:
     result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
     if outcome.passed is not None:
         _attribute(outcome=outcome, result=result, now=now)
+    trust_samples_from_outcome(outcome=outcome)  # in-play deltas: harness outcomes only
     if outcome.passed is True:
         for failed_op, ok_op, target in mechanical_pairs(outcome.approach):
             learned = lesson_learn_mechanical(

@@ -227,9 +227,12 @@ def delta_create(
     3. Validate the anchor against the current base version, the payload shape
        (400) and size (422), tool names against the registry (422), and
        refuse credentials (422).
-    4. Classify provenance: trusted → staged, untrusted → quarantined, with
-       the injection-scan findings attached. Trusted ``user_instruction`` with
-       no findings is auto-approved when the workspace opted in.
+    4. Classify provenance: trusted only when backed by stored records
+       (``provenance_classify``: harness-reported user turns or passed
+       outcomes). Trusted without injection findings → staged; untrusted or
+       any finding → quarantined, with the findings attached. Trusted
+       ``user_instruction`` with no findings is auto-approved when the
+       workspace opted in.
     5. Tier-3 deltas get a trigger and a payload embedding.
     """
     workspace = agent.workspace
@@ -302,12 +305,17 @@ def delta_create(
         raise bad_request("scope", f"At most {SCOPE_MAX_CHARS} characters.")
     refuse_secrets({"payload": cleaned, "scope": scope})
 
-    source, trust, stored_provenance = provenance_classify(provenance)
+    source, trust, stored_provenance, unbacked = provenance_classify(
+        provenance, workspace=workspace
+    )
     tier = 1 if kind == DeltaKind.TOOL_HINT else 3
     findings = []
     if tier == 3:
         findings = injection_scan("\n".join(str(v) for v in cleaned.values()))
-    status = DeltaStatus.STAGED if trust == DeltaTrust.TRUSTED else DeltaStatus.QUARANTINED
+    # Any finding quarantines, whatever the provenance: a cited turn proves the
+    # person said something, not that this text is what they said.
+    trusted = trust == DeltaTrust.TRUSTED and not findings
+    status = DeltaStatus.STAGED if trusted else DeltaStatus.QUARANTINED
     line = delta_line(kind=kind, payload=cleaned)
     delta = SkillDelta(
         channel=channel,
@@ -347,9 +355,18 @@ def delta_create(
             "status": status,
             "source": source,
             "findings": [f["rule"] for f in findings],
+            **({"unbacked": unbacked} if unbacked else {}),
         },
     )
     warnings = []
+    if unbacked and source in (
+        ProvenanceSource.USER_INSTRUCTION,
+        ProvenanceSource.OUTCOME_EVIDENCE,
+    ):
+        warnings.append(
+            f"Quarantined: {unbacked}. Provenance is trusted only when stored records "
+            "back it; a person has to confirm this delta."
+        )
     if section == "body" and anchored["title"] == "":
         warnings.append(
             "This skill has no headings, so this delta anchors to the whole body: any edit "

@@ -12,7 +12,7 @@ from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
-from memory.models import Agent, Channel, DeltaTrust, LearnedFact, Workspace
+from memory.models import Agent, Channel, DeltaTrust, LearnedFact, ProvenanceSource, Workspace
 from memory.skills.skillmd import NAMESPACE_RE
 from memory.skills.trust import provenance_classify
 
@@ -67,14 +67,18 @@ def fact_put(
     refuse_secrets(
         {f"{field_prefix}key": key, f"{field_prefix}value": value, f"{field_prefix}scope": scope}
     )
-    source, trust, stored = provenance_classify(provenance)
+    source, trust, stored, unbacked = provenance_classify(provenance, workspace=workspace)
     if trust != DeltaTrust.TRUSTED:
+        field = {
+            ProvenanceSource.USER_INSTRUCTION: "provenance.turns",
+            ProvenanceSource.OUTCOME_EVIDENCE: "provenance.outcomes",
+        }.get(source, "provenance.source")
         raise ApplicationError(
-            f"A fact applies immediately, so it needs trusted provenance (user_instruction or "
-            f"outcome_evidence), not {source}. Propose observed content as a delta instead: "
-            "it is quarantined for a person to confirm.",
+            f"A fact applies immediately, so it needs trusted provenance backed by records "
+            f"(a harness-reported user turn or passed outcome); here {unbacked}. Propose "
+            "observed content as a delta instead: it is quarantined for a person to confirm.",
             code="untrusted_fact",
-            fields={"provenance.source": [f"{source} is untrusted"]},
+            fields={field: [f"{source} is untrusted: {unbacked}"]},
         )
 
     current = (

@@ -36,6 +36,30 @@ _INJECTION_RULES: tuple[tuple[str, re.Pattern], ...] = (
         ),
     ),
     (
+        # Forward / copy / BCC / send something to an address or a URL.
+        "exfiltrate_to_address",
+        re.compile(
+            r"\b(?:forward|send|copy|cc|bcc|e-?mail|mail|post|upload|sync|mirror|share|relay)"
+            r"(?:s|ed|ing)?\b[^\n]{0,80}?"
+            r"(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bhttps?://|\bwebhook\b)",
+            re.I,
+        ),
+    ),
+    (
+        # Permission language: capability strings and tool grants.
+        "permission_language",
+        re.compile(
+            r"\b(?:shell|network|fs|filesystem|process|exec|secrets?|sudo|admin|tools?)"
+            r":(?:exec|execute|run|write|admin|all|any|root|\*)\b"
+            r"|\ballowed[-_ ]tools\b"
+            r"|\b(?:grant|give|add|enable|allow|unlock)\b[^.\n]{0,30}?"
+            r"\b(?:tools?|access|scopes?|capabilit(?:y|ies))\b[^.\n]{0,20}?\b(?:to|for)\b"
+            r"|\b(?:widen|broaden|expand|extend|loosen|relax)\b[^.\n]{0,30}?"
+            r"\b(?:permissions?|privileges?|access|scopes?|grants?|capabilit(?:y|ies))\b",
+            re.I,
+        ),
+    ),
+    (
         "change_permissions",
         re.compile(
             r"\b(?:grant|give|enable|elevate|escalate|raise|widen|add|allow|disable|turn\s+off)\b"
@@ -56,8 +80,9 @@ _BASE64_BLOB = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
 def injection_scan(text: str) -> list[dict]:
     """Findings ``[{"rule", "excerpt"}]`` for prompt-injection shapes in ``text``.
 
-    A heuristic, not a proof: findings quarantine nothing by themselves (the
-    provenance decides that) but they stop auto-approval and are shown to reviewers.
+    A heuristic, not a proof, so it errs towards flagging: any finding
+    quarantines a delta whatever its provenance (a person has to look), and the
+    findings are shown to reviewers marked in place.
     """
     findings: list[dict] = []
     for rule, pattern in _INJECTION_RULES:

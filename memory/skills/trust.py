@@ -6,19 +6,29 @@ to deltas also move those deltas' success and attempt counts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q, Window
+from django.db.models.functions import RowNumber
 
 from cairn.errors import ApplicationError
+from memory.core.actors import Actor
+from memory.core.audit import audit_record
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
 from memory.models import (
     Agent,
+    Channel,
+    ConversationTurn,
     DeltaTrust,
     FeedbackSample,
+    Outcome,
     ProvenanceSource,
     SkillDelta,
+    TurnRole,
     Workspace,
 )
 
@@ -27,55 +37,183 @@ SCOPE_MAX_CHARS = 200
 DELTA_IDS_MAX = 50
 
 
-@transaction.atomic
+SAMPLE_ID_MAX_CHARS = 200
+HARNESS_FEEDBACK = "harness feedback"
+FROM_OUTCOME = "outcome"
+
+
+@dataclass(frozen=True)
+class FeedbackWrite:
+    sample: FeedbackSample
+    created: bool
+
+
+def _stored_sample(*, agent: Agent, sample_id: str) -> FeedbackSample | None:
+    return FeedbackSample.objects.filter(agent=agent, sample_id=sample_id).first()
+
+
 def feedback_record(
     *,
-    agent: Agent,
+    actor: Actor,
     action_type: str,
     scope: str,
     positive: bool,
+    sample_id: str,
     delta_ids: list[int] | None = None,
-) -> FeedbackSample:
-    """Record one sample on ``scope``; attributed deltas count an attempt (and a success).
+) -> FeedbackWrite:
+    """Record one harness-observed sample on ``scope``; attributed deltas count an
+    attempt (and a success).
 
-    Attributed deltas must be this agent's (an id it cannot see is refused the
-    same way as one that does not exist).
+    1. Only the harness reports samples (403 naming the ``harness`` scope): the
+       model grading its own deltas is no track record.
+    2. ``sample_id`` is the harness's id for what it observed, unique per agent:
+       a retry with the same id changes nothing and answers the stored sample.
+    3. Attributed deltas must be this agent's (an id it cannot see is refused the
+       same way as one that does not exist).
     """
-    check_json_strings("scope", [action_type, scope])
+    if not actor.is_harness or actor.agent is None:
+        raise ApplicationError(
+            "Trust-ledger samples count only from the harness: send them with a "
+            "harness-scoped token (the model's own word never builds a track record).",
+            code="forbidden_scope",
+            fields={"scope": ["needs a harness-scoped token"]},
+            status_code=403,
+        )
+    agent = actor.agent
+    check_json_strings("scope", [action_type, scope, sample_id])
+    sample_id = (sample_id or "").strip()
+    if not sample_id or len(sample_id) > SAMPLE_ID_MAX_CHARS:
+        raise bad_request("sample_id", f"1-{SAMPLE_ID_MAX_CHARS} characters.")
+    if sample_id.startswith("outcome:"):
+        raise bad_request("sample_id", "ids starting 'outcome:' are kept for outcome samples.")
+    stored = _stored_sample(agent=agent, sample_id=sample_id)
+    if stored is not None:
+        return FeedbackWrite(sample=stored, created=False)
     action_type, scope = (action_type or "").strip(), (scope or "").strip()
     if not action_type or len(action_type) > ACTION_TYPE_MAX_CHARS:
         raise bad_request("action_type", f"1-{ACTION_TYPE_MAX_CHARS} characters.")
     if not scope or len(scope) > SCOPE_MAX_CHARS:
         raise bad_request("scope", f"1-{SCOPE_MAX_CHARS} characters.")
-    refuse_secrets({"action_type": action_type, "scope": scope})
+    refuse_secrets({"action_type": action_type, "scope": scope, "sample_id": sample_id})
     ids = sorted(set(delta_ids or []))
     if len(ids) > DELTA_IDS_MAX:
         raise bad_request("delta_ids", f"At most {DELTA_IDS_MAX} ids.")
-    if ids:
+    try:
+        with transaction.atomic():
+            sample = _sample_write(
+                agent=agent,
+                action_type=action_type,
+                scope=scope,
+                positive=bool(positive),
+                delta_ids=ids,
+                sample_id=sample_id,
+            )
+            audit_record(
+                workspace=agent.workspace,
+                actor=actor.label,
+                action="feedback.record",
+                target_type="feedback_sample",
+                target_id=sample.pk,
+                # Never the scope or the sample id: audit details carry no content.
+                details={"positive": sample.positive, "delta_ids": ids},
+            )
+            return FeedbackWrite(sample=sample, created=True)
+    except IntegrityError:
+        # A concurrent retry with the same sample_id won: answer its sample.
+        stored = _stored_sample(agent=agent, sample_id=sample_id)
+        if stored is None:
+            raise
+        return FeedbackWrite(sample=stored, created=False)
+
+
+def _sample_write(
+    *,
+    agent: Agent,
+    action_type: str,
+    scope: str,
+    positive: bool,
+    delta_ids: list[int],
+    sample_id: str,
+    outcome: Outcome | None = None,
+) -> FeedbackSample:
+    if delta_ids:
         found = set(
             SkillDelta.objects.filter(
-                workspace=agent.workspace, agent=agent, pk__in=ids
+                workspace=agent.workspace, agent=agent, pk__in=delta_ids
             ).values_list("pk", flat=True)
         )
-        missing = [pk for pk in ids if pk not in found]
+        missing = [pk for pk in delta_ids if pk not in found]
         if missing:
             raise ApplicationError(
                 f"Unknown delta id {missing[0]}: attribute samples only to this agent's deltas.",
                 code="unknown_delta",
                 fields={"delta_ids": [f"unknown delta {missing[0]}"]},
             )
-        updates = {"attempt_count": F("attempt_count") + 1}
-        if positive:
-            updates["success_count"] = F("success_count") + 1
-        SkillDelta.objects.filter(pk__in=ids).update(**updates)
-    return FeedbackSample.objects.create(
+    sample = FeedbackSample.objects.create(
         workspace=agent.workspace,
         agent=agent,
         action_type=action_type,
         scope=scope,
-        positive=bool(positive),
-        delta_ids=ids,
+        positive=positive,
+        delta_ids=delta_ids,
+        sample_id=sample_id,
+        outcome=outcome,
+        channel=Channel.HARNESS,
     )
+    if delta_ids:
+        updates = {"attempt_count": F("attempt_count") + 1}
+        if positive:
+            updates["success_count"] = F("success_count") + 1
+        SkillDelta.objects.filter(pk__in=delta_ids).update(**updates)
+    return sample
+
+
+def trust_samples_from_outcome(*, outcome: Outcome) -> list[FeedbackSample]:
+    """Score the deltas in play in a harness-reported outcome (SPEC section 6).
+
+    One sample per (outcome, scope) covering this agent's in-play deltas of that
+    scope, so each delta gains exactly one attempt per outcome and one outcome
+    is one observation on a scope's ledger: positive when the outcome passed,
+    negative when it failed, nothing when ``passed`` is null or the outcome is
+    the agent's own word. The sample id ``outcome:<pk>:delta:<smallest delta id>``
+    is unique per agent, so a retried outcome adds nothing.
+    """
+    if outcome.channel != Channel.HARNESS or outcome.passed is None:
+        return []
+    ids = sorted({r["id"] for r in outcome.in_play if r.get("type") == "delta"})
+    if not ids:
+        return []
+    by_scope: dict[str, list[int]] = {}
+    for pk, scope in (
+        SkillDelta.objects.filter(
+            workspace_id=outcome.workspace_id, agent_id=outcome.agent_id, pk__in=ids
+        )
+        .order_by("pk")
+        .values_list("pk", "scope")
+    ):
+        by_scope.setdefault(scope, []).append(pk)
+    samples = []
+    for scope, delta_ids in sorted(by_scope.items()):
+        sample_id = f"outcome:{outcome.pk}:delta:{delta_ids[0]}"
+        if FeedbackSample.objects.filter(agent_id=outcome.agent_id, sample_id=sample_id).exists():
+            continue
+        samples.append(
+            _sample_write(
+                agent=outcome.agent,
+                action_type=FROM_OUTCOME,
+                scope=scope,
+                positive=bool(outcome.passed),
+                delta_ids=delta_ids,
+                sample_id=sample_id,
+                outcome=outcome,
+            )
+        )
+    return samples
+
+
+def sample_origin(sample: FeedbackSample) -> str:
+    """Where a ledger sample came from, for people: an outcome or harness feedback."""
+    return FROM_OUTCOME if sample.outcome_id else HARNESS_FEEDBACK
 
 
 def _trust_progress(*, scope: str, samples: int, positive: int) -> dict:
@@ -101,10 +239,55 @@ def _trust_progress(*, scope: str, samples: int, positive: int) -> dict:
     }
 
 
+COUNTED_CHANNELS = (Channel.HARNESS, Channel.PERSON)
+RECENT_SAMPLES = 5
+
+
+def _ledger(workspace: Workspace):
+    return FeedbackSample.objects.filter(workspace=workspace, channel__in=COUNTED_CHANNELS)
+
+
+def _recent(*, workspace: Workspace, scopes: list[str]) -> dict[str, list[dict]]:
+    """The latest samples per scope, each saying where it came from."""
+    recent: dict[str, list[dict]] = {scope: [] for scope in scopes}
+    rows = (
+        _ledger(workspace)
+        .filter(scope__in=scopes)
+        .annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=[F("scope")],
+                order_by=[F("created_at").desc(), F("id").desc()],
+            )
+        )
+        .filter(rank__lte=RECENT_SAMPLES)
+        .order_by("scope", "-created_at", "-id")
+        .only("id", "scope", "positive", "outcome_id", "sample_id", "created_at", "action_type")
+    )
+    for sample in rows:
+        recent[sample.scope].append(
+            {
+                "id": sample.pk,
+                "origin": sample_origin(sample),
+                "positive": sample.positive,
+                "outcome": sample.outcome_id,
+                "sample_id": sample.sample_id,
+                "action_type": sample.action_type,
+                "created_at": sample.created_at,
+            }
+        )
+    return recent
+
+
 def trust_progress_get(*, workspace: Workspace, scope: str) -> dict:
-    """The trust ledger on ``scope``: samples, positives and whether the bar is met."""
-    tally = FeedbackSample.objects.filter(workspace=workspace, scope=scope).aggregate(
-        samples=Count("id"), positive=Count("id", filter=Q(positive=True))
+    """The trust ledger on ``scope``: samples, positives and whether the bar is met.
+
+    Only harness- and person-reported samples count.
+    """
+    tally = (
+        _ledger(workspace)
+        .filter(scope=scope)
+        .aggregate(samples=Count("id"), positive=Count("id", filter=Q(positive=True)))
     )
     return _trust_progress(scope=scope, samples=tally["samples"], positive=tally["positive"])
 
@@ -115,25 +298,30 @@ def trust_progress_many(*, workspace: Workspace, scopes) -> dict[str, dict]:
     if not scopes:
         return {}
     rows = (
-        FeedbackSample.objects.filter(workspace=workspace, scope__in=scopes)
+        _ledger(workspace)
+        .filter(scope__in=scopes)
         .values("scope")
         .annotate(samples=Count("id"), positive=Count("id", filter=Q(positive=True)))
         .order_by("scope")
     )
     tallies = {row["scope"]: (row["samples"], row["positive"]) for row in rows}
+    recent = _recent(workspace=workspace, scopes=scopes)
     return {
-        scope: _trust_progress(
-            scope=scope,
-            samples=tallies.get(scope, (0, 0))[0],
-            positive=tallies.get(scope, (0, 0))[1],
-        )
+        scope: {
+            **_trust_progress(
+                scope=scope,
+                samples=tallies.get(scope, (0, 0))[0],
+                positive=tallies.get(scope, (0, 0))[1],
+            ),
+            "recent": recent[scope],
+        }
         for scope in scopes
     }
 
 
 def delta_trust_progress(*, delta: SkillDelta) -> dict:
     """Approval progress for the UI: the ledger bar for outcome_evidence, else not needed."""
-    progress = trust_progress_get(workspace=delta.workspace, scope=delta.scope)
+    progress = trust_progress_many(workspace=delta.workspace, scopes=[delta.scope])[delta.scope]
     progress["needed"] = delta.provenance_source == ProvenanceSource.OUTCOME_EVIDENCE
     return progress
 
@@ -150,28 +338,107 @@ TURNS_MAX = 50
 TURN_ID_MAX_CHARS = 200
 
 
-def provenance_classify(provenance) -> tuple[str, str, dict]:
-    """(source, trust, stored provenance). Missing or unreadable is untrusted.
+OUTCOMES_MAX = 50
 
-    Only session/turn ids are kept, never content: the payload carries the
-    lesson, the provenance only says where it came from.
+
+class Provenance(NamedTuple):
+    """What a delta's provenance says and whether stored records back it.
+
+    ``unbacked`` is empty when the provenance is trusted, else the reason it is not
+    (shown to the writer as a warning and to reviewers in the audit log).
+    """
+
+    source: str
+    trust: str
+    stored: dict
+    unbacked: str = ""
+
+
+def _turn_ref(ref: str) -> tuple[str, int] | None:
+    session, sep, index = ref.rpartition("#")
+    if not sep or not session or not index.isdigit() or len(index) > 9:
+        return None
+    return session, int(index)
+
+
+def _backed_turns(*, workspace: Workspace, turns: list[str]) -> list[str]:
+    """The cited ``session_id#turn_index`` refs that are stored, harness-reported
+    user turns of ``workspace`` (the person really said it, the harness saw it)."""
+    refs = {ref: parsed for ref in turns if (parsed := _turn_ref(ref)) is not None}
+    if not refs:
+        return []
+    match = Q()
+    for session, index in refs.values():
+        match |= Q(session_id=session, turn_index=index)
+    found = set(
+        ConversationTurn.objects.filter(
+            match, workspace=workspace, role=TurnRole.USER, channel=Channel.HARNESS
+        ).values_list("session_id", "turn_index")
+    )
+    return [ref for ref, parsed in refs.items() if parsed in found]
+
+
+def _backed_outcomes(*, workspace: Workspace, outcomes: list[int]) -> list[int]:
+    """The cited outcome ids that are harness-reported, passed outcomes of ``workspace``."""
+    return sorted(
+        Outcome.objects.filter(
+            workspace=workspace, pk__in=outcomes, channel=Channel.HARNESS, passed=True
+        ).values_list("pk", flat=True)
+    )
+
+
+def provenance_classify(provenance, *, workspace: Workspace) -> Provenance:
+    """Classify a delta's provenance; only provenance backed by records is trusted.
+
+    - ``user_instruction`` must cite, in ``turns``, at least one stored user turn of
+      this workspace reported through a harness token (``"session_id#turn_index"``).
+    - ``outcome_evidence`` must cite, in ``outcomes``, at least one harness-reported
+      outcome of this workspace that passed (outcome ids as ``POST /outcomes/``
+      answers them).
+    - Anything else (observed content, missing, unreadable, unbacked) is untrusted.
+
+    Only ids are kept, never content: the payload carries the lesson, the
+    provenance only says where it came from.
     """
     if provenance is None or provenance == {}:
-        return ProvenanceSource.MISSING, DeltaTrust.UNTRUSTED, {}
+        return Provenance(ProvenanceSource.MISSING, DeltaTrust.UNTRUSTED, {}, "no provenance")
     if not isinstance(provenance, dict):
-        return ProvenanceSource.UNREADABLE, DeltaTrust.UNTRUSTED, {}
+        return Provenance(ProvenanceSource.UNREADABLE, DeltaTrust.UNTRUSTED, {}, "unreadable")
     source = provenance.get("source")
     turns = provenance.get("turns", [])
+    outcomes = provenance.get("outcomes", [])
     if source is None:
-        return ProvenanceSource.MISSING, DeltaTrust.UNTRUSTED, {}
+        return Provenance(ProvenanceSource.MISSING, DeltaTrust.UNTRUSTED, {}, "no source")
     readable = (
         isinstance(source, str)
         and source in AGENT_SOURCES
+        and not set(provenance) - {"source", "turns", "outcomes"}
         and isinstance(turns, list)
         and len(turns) <= TURNS_MAX
         and all(isinstance(t, str) and 0 < len(t) <= TURN_ID_MAX_CHARS for t in turns)
+        and isinstance(outcomes, list)
+        and len(outcomes) <= OUTCOMES_MAX
+        and all(isinstance(o, int) and not isinstance(o, bool) and 0 < o < 2**63 for o in outcomes)
     )
     if not readable:
-        return ProvenanceSource.UNREADABLE, DeltaTrust.UNTRUSTED, {}
-    trust = DeltaTrust.TRUSTED if source in TRUSTED_SOURCES else DeltaTrust.UNTRUSTED
-    return source, trust, {"source": source, "turns": list(turns)}
+        return Provenance(ProvenanceSource.UNREADABLE, DeltaTrust.UNTRUSTED, {}, "unreadable")
+    stored = {"source": source, "turns": list(turns)}
+    if outcomes:
+        stored["outcomes"] = sorted(set(outcomes))
+    unbacked = ""
+    if source == ProvenanceSource.USER_INSTRUCTION:
+        if not _backed_turns(workspace=workspace, turns=turns):
+            unbacked = (
+                "user_instruction cites no stored user turn reported by the harness "
+                "(provenance.turns: ['session_id#turn_index'])"
+            )
+    elif source == ProvenanceSource.OUTCOME_EVIDENCE:
+        if not _backed_outcomes(workspace=workspace, outcomes=outcomes):
+            unbacked = (
+                "outcome_evidence cites no passed outcome reported by the harness "
+                "(provenance.outcomes: [outcome ids])"
+            )
+    else:
+        unbacked = f"{source} is the agent's own reading"
+    trust = DeltaTrust.UNTRUSTED if unbacked else DeltaTrust.TRUSTED
+    return Provenance(source, trust, stored, unbacked)

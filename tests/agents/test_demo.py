@@ -28,7 +28,11 @@ def test_it_loads_once_and_populates_the_queues(capsys):
     )
     assert flipped.state == "active"
     assert Lesson.objects.filter(workspace=workspace, state="claimed").count() == 1
-    assert Outcome.objects.filter(workspace=workspace).count() == 6
+    # Six coding turns, and the mail harness's passed outcome an outcome_evidence delta cites.
+    assert Outcome.objects.filter(workspace=workspace).count() == 7
+    cited = SkillDelta.objects.get(workspace=workspace, provenance_source="outcome_evidence")
+    assert cited.trust == "trusted" and cited.status == "staged"
+    assert Outcome.objects.get(pk=cited.provenance["outcomes"][0]).channel == "harness"
     knowledge = Knowledge.objects.filter(workspace=workspace, status="active")
     assert knowledge.filter(category="reminder", due_at__isnull=False).count() == 1
     assert knowledge.filter(category="error", operation_key="npm:ci").count() == 1
@@ -37,4 +41,4 @@ def test_it_loads_once_and_populates_the_queues(capsys):
 
     call_command("cairn_demo")
     assert "already loaded" in capsys.readouterr().out
-    assert Outcome.objects.filter(workspace=workspace).count() == 6
+    assert Outcome.objects.filter(workspace=workspace).count() == 7

@@ -3,18 +3,19 @@
 import pytest
 
 from memory.models import LearnedFact
+from tests.factories.skills import fact_body
 
 pytestmark = pytest.mark.django_db
 
 
 def test_facts_supersede_and_report_consumers(ready):
     url = "/api/v1/facts/priority_senders/alice@example.com/"
-    created = ready.put(url, {"value": True}, format="json")
+    created = ready.put(url, fact_body(ready, value=True), format="json")
     assert created.status_code == 201
     assert created.json()["provenance_source"] == "user_instruction"
-    assert ready.put(url, {"value": True}, format="json").status_code == 200
+    assert ready.put(url, fact_body(ready, value=True), format="json").status_code == 200
     assert LearnedFact.objects.count() == 1
-    updated = ready.put(url, {"value": {"rank": 1}}, format="json")
+    updated = ready.put(url, fact_body(ready, value={"rank": 1}), format="json")
     assert updated.status_code == 200
     assert ready.get(url).json()["value"] == {"rank": 1}
     rows = list(LearnedFact.objects.order_by("id"))
@@ -27,7 +28,9 @@ def test_facts_supersede_and_report_consumers(ready):
 
 
 def test_a_fact_no_tool_reads_is_inert(ready):
-    response = ready.put("/api/v1/facts/followup_hours/cfo/", {"value": 48}, format="json")
+    response = ready.put(
+        "/api/v1/facts/followup_hours/cfo/", fact_body(ready, value=48), format="json"
+    )
     assert response.json()["inert"] is True
     assert response.json()["consumers"] == []
     assert ready.get("/api/v1/facts/followup_hours/").json()["inert"] is True
@@ -36,12 +39,12 @@ def test_a_fact_no_tool_reads_is_inert(ready):
 def test_facts_refuse_credentials_bad_names_and_untrusted_sources(ready):
     secret = ready.put(
         "/api/v1/facts/creds/github/",
-        {"value": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
+        fact_body(ready, value="ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
         format="json",
     )
     assert secret.status_code == 422
     assert secret.json()["error"]["code"] == "credential_refused"
-    bad_ns = ready.put("/api/v1/facts/Bad%20NS/k/", {"value": 1}, format="json")
+    bad_ns = ready.put("/api/v1/facts/Bad%20NS/k/", fact_body(ready, value=1), format="json")
     assert bad_ns.status_code == 400
     assert "namespace" in bad_ns.json()["error"]["fields"]
     no_value = ready.put("/api/v1/facts/ns/k/", {}, format="json")
@@ -53,7 +56,7 @@ def test_facts_refuse_credentials_bad_names_and_untrusted_sources(ready):
     )
     assert observed.status_code == 422
     assert observed.json()["error"]["code"] == "untrusted_fact"
-    big = ready.put("/api/v1/facts/ns/k/", {"value": "x" * 5000}, format="json")
+    big = ready.put("/api/v1/facts/ns/k/", fact_body(ready, value="x" * 5000), format="json")
     assert big.status_code == 422
     assert LearnedFact.objects.count() == 0
     assert ready.get("/api/v1/facts/ns/k/").status_code == 404

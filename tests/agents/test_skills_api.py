@@ -7,6 +7,8 @@ from memory.models import AuditEvent, Skill, SkillVersion
 from tests.factories.skills import (
     TRIAGE_BODY,
     declare_tools,
+    fact_body,
+    harness_api,
     post_delta,
     preference,
     register,
@@ -161,7 +163,11 @@ def test_another_workspace_cannot_see_or_touch_a_skill(api, make_api):
     declare_tools(api)
     created = preference(api)
     assert created.status_code == 201
-    api.put("/api/v1/facts/priority_senders/alice@example.com/", {"value": True}, format="json")
+    api.put(
+        "/api/v1/facts/priority_senders/alice@example.com/",
+        fact_body(api, value=True),
+        format="json",
+    )
     stranger = make_api()
     declare_tools(stranger)
     missing = stranger.get("/api/v1/skills/nope/")
@@ -177,12 +183,13 @@ def test_another_workspace_cannot_see_or_touch_a_skill(api, make_api):
     # Same answer as a skill that does not exist anywhere: nothing leaks.
     assert missing.status_code == 404
     assert stranger.get("/api/v1/facts/priority_senders/").json()["facts"] == []
-    feedback = stranger.post(
+    feedback = harness_api(stranger.agent).post(
         "/api/v1/feedback/",
         {
             "action_type": "triage",
             "scope": "skill:triage-inbox",
             "positive": True,
+            "sample_id": "s-1",
             "delta_ids": [created.json()["id"]],
         },
         format="json",

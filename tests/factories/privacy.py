@@ -24,15 +24,14 @@ from memory.identity.projects import project_digest, project_label_set
 from memory.knowledge.conversations import tool_calls_log, turn_store
 from memory.knowledge.services import knowledge_remember
 from memory.lessons.outcomes import outcome_record
-from memory.models import Agent, ProjectLabel, Workspace
+from memory.models import Agent, Channel, ProjectLabel, Workspace
 from memory.review.services import review_item_open
 from memory.skills.deltas import delta_create
 from memory.skills.effective import effective_skill_resolve
 from memory.skills.facts import fact_put
 from memory.skills.registry import agent_tools_set, skill_register
-from memory.skills.trust import feedback_record
 from tests.factories.lessons import check, step
-from tests.factories.skills import EMAIL_TOOLS, skill_md
+from tests.factories.skills import EMAIL_TOOLS, backed, harness_feedback, skill_md
 
 EVERYTHING = frozenset(
     {
@@ -154,6 +153,8 @@ def bundle(
             reason="conflicting advice on installs",
         )
         b.review_items.append(review.pk)
+    # The person's turn (posted by the harness) the learned preference cites.
+    _raw_history(b, name=name, text=text)
     # A learned preference (auto-approved: the workspace opted in) and a fact.
     write = delta_create(
         agent=agent,
@@ -161,7 +162,7 @@ def bundle(
         kind="preference",
         anchor={"section": "escalation"},
         payload={"body": text("delta", f"Escalate threads from the {name} board after a day.")},
-        provenance={"source": "user_instruction", "turns": [f"{b.session}#1"]},
+        provenance=backed(agent, {"source": "user_instruction", "turns": [f"{b.session}#1"]}),
     )
     b.deltas.append(write.delta.pk)
     fact, _ = fact_put(
@@ -170,10 +171,10 @@ def bundle(
         namespace="priority_senders",
         key=f"{name}-lead",
         value={"email": text("fact", f"lead@{name}.example.com")},
-        provenance={"source": "user_instruction", "turns": [f"{b.session}#2"]},
+        provenance=backed(agent, {"source": "user_instruction", "turns": [f"{b.session}#2"]}),
     )
     b.facts.append(fact.pk)
-    feedback_record(
+    harness_feedback(
         agent=agent,
         action_type="triage",
         scope=text("feedback", f"skill:triage-inbox:{name}").replace(" ", "-"),
@@ -202,7 +203,6 @@ def bundle(
     )
     # The effective skill cached for the session renders the active delta.
     effective_skill_resolve(agent=agent, skill_name="triage-inbox", session_id=b.session)
-    _raw_history(b, name=name, text=text)
     return b
 
 
@@ -217,6 +217,7 @@ def _raw_history(b: Bundle, *, name: str, text) -> None:
         turn_index=1,
         content=text("turns", f"Please install the {name} dependencies."),
         context=b.context,
+        channel=Channel.HARNESS,  # the harness posts what the person said
     )
     logged = tool_calls_log(
         workspace=workspace,

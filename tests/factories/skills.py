@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 from memory.core.actors import Actor
 from memory.models import Role
@@ -63,8 +64,91 @@ def declare_tools(api, tools=None):
     return response
 
 
-def post_delta(api, name="triage-inbox", **body):
+def backed(agent, provenance):
+    """``provenance`` with the records it cites stored through the harness channel.
+
+    A ``user_instruction`` is trusted only when its turns are stored user turns the
+    harness posted; an ``outcome_evidence`` only when it cites a passed outcome the
+    harness posted. This posts them (real services, channel harness) and returns the
+    provenance to send; other sources are returned unchanged.
+    """
+    from memory.knowledge.conversations import turn_store
+    from memory.lessons.outcomes import outcome_record
+    from memory.models import Channel, ConversationTurn
+    from tests.factories.lessons import passed_payload
+
+    if not isinstance(provenance, dict):
+        return provenance
+    source = provenance.get("source")
+    if source == "user_instruction":
+        for ref in provenance.get("turns") or []:
+            session, _, index = str(ref).rpartition("#")
+            stored = ConversationTurn.objects.filter(
+                workspace=agent.workspace, session_id=session, role="user"
+            )
+            if session and index.isdigit() and not stored.filter(turn_index=int(index)).exists():
+                turn_store(
+                    workspace=agent.workspace,
+                    agent=agent,
+                    session_id=session,
+                    role="user",
+                    content=f"(the person's instruction, turn {ref})",
+                    turn_index=int(index),
+                    channel=Channel.HARNESS,
+                )
+    elif source == "outcome_evidence" and "outcomes" not in provenance:
+        payload = passed_payload()
+        body, _ = outcome_record(
+            agent=agent,
+            outcome_id=payload["outcome_id"],
+            session_id=payload["session_id"],
+            project_remote=payload["project_remote"],
+            approach=payload["approach"],
+            checks=payload["checks"],
+            channel=Channel.HARNESS,
+        )
+        provenance = {**provenance, "outcomes": [body["id"]]}
+    return provenance
+
+
+_SAMPLES = itertools.count(1)
+
+
+def harness_api(agent):
+    """An APIClient with a harness-scoped token of ``agent`` (what its harness holds)."""
+    from rest_framework.test import APIClient
+
+    from memory.identity.services import token_issue
+
+    client = APIClient()
+    issued = token_issue(agent=agent, scope="harness")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
+    client.agent = agent
+    client.token = issued.token
+    return client
+
+
+def harness_feedback(*, agent, **kwargs):
+    """A trust-ledger sample as the agent's harness reports it (unique sample id)."""
+    from memory.models import Channel
+    from memory.skills.trust import feedback_record
+
+    kwargs.setdefault("sample_id", f"sample-{next(_SAMPLES)}")
+    return feedback_record(actor=Actor.for_agent(agent, channel=Channel.HARNESS), **kwargs).sample
+
+
+def fact_body(api, **body):
+    """A PUT /facts/ body whose user_instruction provenance the harness has backed."""
     body.setdefault("provenance", {"source": "user_instruction", "turns": ["s1#1"]})
+    body["provenance"] = backed(api.agent, body["provenance"])
+    return body
+
+
+def post_delta(api, name="triage-inbox", back: bool = True, **body):
+    """POST a delta; by default its provenance is backed first (see ``backed``)."""
+    body.setdefault("provenance", {"source": "user_instruction", "turns": ["s1#1"]})
+    if back:
+        body["provenance"] = backed(api.agent, body["provenance"])
     return api.post(f"/api/v1/skills/{name}/deltas/", body, format="json")
 
 
@@ -132,18 +216,21 @@ def propose(
     provenance: dict | None = None,
     kind: str = "preference",
     payload: dict | None = None,
+    back: bool = True,
     **kw,
 ):
-    """A delta through the real write path (delta_create): staged or quarantined by provenance."""
+    """A delta through the real write path (delta_create): staged or quarantined by
+    provenance, which is backed by harness-reported records first unless ``back=False``."""
     from memory.skills.deltas import delta_create
 
+    provenance = provenance if provenance is not None else USER_INSTRUCTION
     return delta_create(
         agent=agent,
         skill_name=kw.pop("skill_name", "triage-inbox"),
         kind=kind,
         anchor={"section": section},
         payload=payload if payload is not None else {"body": text},
-        provenance=provenance if provenance is not None else USER_INSTRUCTION,
+        provenance=backed(agent, provenance) if back else provenance,
         **kw,
     ).delta
 

@@ -7,12 +7,12 @@ import pytest
 from memory.core.actors import Actor
 from memory.models import AuditEvent, OrphanNotice, SkillDelta
 from memory.skills.consent import delta_approve
-from memory.skills.trust import feedback_record
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.skills import (
     OBSERVED_CONTENT,
     OUTCOME_EVIDENCE,
     bulk_deltas,
+    harness_feedback,
     learning_agent,
     propose,
     register_v2,
@@ -67,7 +67,7 @@ def orphans(agent, workspace):
     evidence = propose(
         agent, "Offer two slots.", section="drafting-replies", provenance=OUTCOME_EVIDENCE
     )
-    feedback_record(agent=agent, action_type="reply", scope=evidence.scope, positive=True)
+    harness_feedback(agent=agent, action_type="reply", scope=evidence.scope, positive=True)
     gone = propose(agent, "Newest first.", section="triage-inbox")
     result = register_v2(workspace, body=NO_INTRO)
     assert result.orphaned == 5

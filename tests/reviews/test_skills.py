@@ -11,6 +11,7 @@ from memory.skills.registry import skill_register
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.skills import (
     USER_INSTRUCTION,
+    backed,
     bulk_deltas,
     learning_agent,
     propose,
@@ -222,7 +223,7 @@ def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, wor
         namespace="priority_senders",
         key="cfo@acme.example",
         value=True,
-        provenance=USER_INSTRUCTION,
+        provenance=backed(agent, USER_INSTRUCTION),
     )[0]
     inert = fact_put(
         workspace=workspace,
@@ -230,7 +231,7 @@ def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, wor
         namespace="tone",
         key="greeting",
         value={"style": "<b>warm</b>"},
-        provenance=USER_INSTRUCTION,
+        provenance=backed(agent, USER_INSTRUCTION),
     )[0]
     response = viewer.get("/facts/")
     assert response.status_code == 200
@@ -252,7 +253,7 @@ def test_facts_show_only_the_current_value(viewer, agent, workspace):
         namespace="tone",
         key="greeting",
         value="hi",
-        provenance=USER_INSTRUCTION,
+        provenance=backed(agent, USER_INSTRUCTION),
     )
     fact_put(
         workspace=workspace,
@@ -260,7 +261,7 @@ def test_facts_show_only_the_current_value(viewer, agent, workspace):
         namespace="tone",
         key="greeting",
         value="hello",
-        provenance=USER_INSTRUCTION,
+        provenance=backed(agent, USER_INSTRUCTION),
     )
     html = viewer.get("/facts/", **HX).content.decode()
     assert html.lstrip().startswith('<div id="rows"')
@@ -275,7 +276,7 @@ def test_facts_filter_by_namespace_and_say_what_to_do_when_empty(viewer, agent, 
         namespace="tone",
         key="greeting",
         value="hi",
-        provenance=USER_INSTRUCTION,
+        provenance=backed(agent, USER_INSTRUCTION),
     )
     html = viewer.get("/facts/").content.decode()
     assert '<option value="tone"' in html
@@ -290,7 +291,7 @@ def test_facts_of_another_workspace_are_invisible(viewer, agent):
         namespace="tone",
         key="secret",
         value=1,
-        provenance=USER_INSTRUCTION,
+        provenance=backed(other, USER_INSTRUCTION),
     )
     assert "secret" not in viewer.get("/facts/").content.decode()
 
@@ -305,7 +306,7 @@ def test_the_facts_query_count_is_pinned(
             namespace=f"ns{i % 6}",
             key=f"k{i}",
             value=i,
-            provenance=USER_INSTRUCTION,
+            provenance=backed(agent, USER_INSTRUCTION),
         )
     client = member_client(workspace=workspace, role="viewer")
     client.get("/facts/")

@@ -6,11 +6,11 @@ import pytest
 
 from memory.core.actors import Actor
 from memory.models import AuditEvent, SkillDelta
-from memory.skills.trust import feedback_record
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.skills import (
     OUTCOME_EVIDENCE,
     bulk_deltas,
+    harness_feedback,
     learning_agent,
     propose,
 )
@@ -123,7 +123,7 @@ def test_outcome_evidence_shows_ledger_progress_and_cannot_be_approved_yet(revie
         agent, "Offer two slots.", section="drafting-replies", provenance=OUTCOME_EVIDENCE
     )
     for positive in (True, True, True):
-        feedback_record(agent=agent, action_type="reply", scope=delta.scope, positive=positive)
+        harness_feedback(agent=agent, action_type="reply", scope=delta.scope, positive=positive)
     card = _card(reviewer.get("/deltas/staged/").content.decode(), delta.pk)
     assert "<b>3 of 5</b> samples at ≥ 0.85" in card
     assert '<progress max="5" value="3"' in card
@@ -142,7 +142,7 @@ def test_outcome_evidence_over_the_bar_can_be_approved(reviewer, agent):
         agent, "Offer two slots.", section="drafting-replies", provenance=OUTCOME_EVIDENCE
     )
     for _ in range(5):
-        feedback_record(agent=agent, action_type="reply", scope=delta.scope, positive=True)
+        harness_feedback(agent=agent, action_type="reply", scope=delta.scope, positive=True)
     card = _card(reviewer.get("/deltas/staged/").content.decode(), delta.pk)
     assert "bar met" in card and "disabled" not in card
     response = reviewer.post(f"/deltas/staged/{delta.pk}/approve/", {"reason": "5 of 5"}, **HX)
@@ -195,10 +195,10 @@ def test_the_list_query_count_does_not_grow_with_the_queue(
     client = member_client(workspace=workspace, role="viewer")
     client.get("/deltas/staged/?size=200")
     # session, user, membership, the page, its umbrella members, the active deltas of
-    # its (agent, skill) pairs, their tool registries, the ledger tallies of its scopes,
-    # the workspace menu, and the nav's queue counts, active jobs and open
-    # contradictions: 12, for 2 or 200.
-    with django_assert_max_num_queries(12):
+    # its (agent, skill) pairs, their tool registries, the ledger tallies of its scopes
+    # and their latest samples, the workspace menu, and the nav's queue counts, active
+    # jobs and open contradictions: 13, for 2 or 200.
+    with django_assert_max_num_queries(13):
         response = client.get("/deltas/staged/?size=200")
     assert len(response.context["page"]) == 200
 
@@ -314,3 +314,35 @@ def test_actions_need_the_csrf_token(agent, workspace):
     response = client.post(f"/deltas/staged/{delta.pk}/approve/", {"reason": "ok"}, **HX)
     assert response.status_code == 403
     assert SkillDelta.objects.get(pk=delta.pk).status == "staged"
+
+
+def test_the_ledger_shows_where_each_sample_came_from_and_links_the_outcome(reviewer, agent):
+    from memory.lessons.outcomes import outcome_record
+    from memory.models import Channel
+    from tests.factories.lessons import passed_payload
+
+    delta = propose(
+        agent, "Offer two slots.", section="drafting-replies", provenance=OUTCOME_EVIDENCE
+    )
+    payload = passed_payload(in_play=[{"type": "delta", "id": delta.pk}])
+    body, _ = outcome_record(
+        agent=agent,
+        outcome_id=payload["outcome_id"],
+        session_id=payload["session_id"],
+        project_remote=payload["project_remote"],
+        approach=payload["approach"],
+        checks=payload["checks"],
+        in_play=payload["in_play"],
+        channel=Channel.HARNESS,
+    )
+    harness_feedback(
+        agent=agent, action_type="reply", scope=delta.scope, positive=False, sample_id="undo-7"
+    )
+    card = _card(reviewer.get("/deltas/staged/").content.decode(), delta.pk)
+    # The backing outcome of the provenance is a sample too only if the delta was in play.
+    assert f'href="/outcomes/{body["id"]}/"' in card
+    assert f"outcome #{body['id']}" in card
+    assert "from harness feedback <code>undo-7</code>" in card
+    assert "negative" in card and "positive" in card
+    outcome_page = reviewer.get(f"/outcomes/{body['id']}/")
+    assert outcome_page.status_code == 200

@@ -325,8 +325,50 @@ class Command(BaseCommand):
             },
         )
         mail.call("post", "skills/", {"skill_md": SKILL_V1})
+        # The harness of the mail agent: it posts what the person said and what ran,
+        # so a delta's provenance can cite records rather than the model's word.
+        harness = DemoClient(
+            token_issue(
+                agent=agent_get_or_create(workspace=workspace, name="gaia/mail"),
+                scope=TokenScope.HARNESS,
+            ).raw
+        )
+
+        def said(turn: str, text: str) -> None:
+            session, _, index = turn.partition("#")
+            harness.call(
+                "post",
+                f"sessions/{session}/turns/",
+                {"role": "user", "content": text, "turn_index": int(index)},
+            )
 
         def delta(kind, section, payload, source, turn):
+            provenance = {"source": source, "turns": [turn]}
+            if source == "user_instruction":
+                said(turn, "As I said: " + json.dumps(payload)[:300])
+            elif source == "outcome_evidence":
+                ran = harness.call(
+                    "post",
+                    "outcomes/",
+                    {
+                        "outcome_id": f"demo-{turn}",
+                        "session_id": turn.partition("#")[0],
+                        "project_remote": "https://mail.example/gaia-mail.git",
+                        "approach": [
+                            {"operation_key": "escalate", "target": "", "outcome": "ok", "step": 1}
+                        ],
+                        "checks": [
+                            {
+                                "kind": "test",
+                                "label": "escalation-rules",
+                                "ran": True,
+                                "exit_code": 0,
+                                "step": 2,
+                            },
+                        ],
+                    },
+                )
+                provenance["outcomes"] = [ran["id"]]
             return mail.call(
                 "post",
                 "skills/triage-inbox/deltas/",
@@ -334,7 +376,7 @@ class Command(BaseCommand):
                     "kind": kind,
                     "anchor": {"section": section},
                     "payload": payload,
-                    "provenance": {"source": source, "turns": [turn]},
+                    "provenance": provenance,
                 },
             )
 
@@ -389,11 +431,16 @@ class Command(BaseCommand):
             "outcome_evidence",
             "sess_demo2#7",
         )
-        for positive in (True, True, False):
-            mail.call(
+        for n, positive in enumerate((True, True, False)):
+            harness.call(
                 "post",
                 "feedback/",
-                {"action_type": "escalate", "scope": "skill:triage-inbox", "positive": positive},
+                {
+                    "action_type": "escalate",
+                    "scope": "skill:triage-inbox",
+                    "positive": positive,
+                    "sample_id": f"demo-escalate-{n}",
+                },
             )
         # Untrusted: read from an email body, so quarantined with scan findings.
         delta(
@@ -406,6 +453,7 @@ class Command(BaseCommand):
             "observed_content",
             "sess_demo2#12",
         )
+        said("sess_demo2#15", "Treat mail from cfo@acme.example as priority.")
         mail.call(
             "post",
             "skills/triage-inbox/deltas/",
@@ -419,7 +467,15 @@ class Command(BaseCommand):
                 "provenance": {"source": "user_instruction", "turns": ["sess_demo2#15"]},
             },
         )
-        mail.call("put", "facts/holiday_calendar/region/", {"value": "DE-BY"})
+        said("sess_demo2#16", "Our holiday calendar is Bavaria's.")
+        mail.call(
+            "put",
+            "facts/holiday_calendar/region/",
+            {
+                "value": "DE-BY",
+                "provenance": {"source": "user_instruction", "turns": ["sess_demo2#16"]},
+            },
+        )
 
     def _demo_reviewer(self, workspace: Workspace):
 

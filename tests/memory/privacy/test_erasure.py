@@ -33,6 +33,7 @@ from tests.factories.privacy import (
     table_counts,
     workspace_ready,
 )
+from tests.factories.skills import backed
 
 pytestmark = pytest.mark.django_db
 
@@ -326,7 +327,7 @@ def test_it_erases_facts_learned_from_the_turns_of_an_erased_delta(populated):
         namespace="priority_senders",
         key="sibling",
         value={"email": "sibling@example.com"},
-        provenance={"source": "user_instruction", "turns": [f"{erased.session}#1"]},
+        provenance=backed(agent, {"source": "user_instruction", "turns": [f"{erased.session}#1"]}),
     )
     erasure_execute(workspace=workspace, selector=Selector(kind="text", value=marker))
     assert not LearnedFact.objects.filter(pk=sibling.pk).exists()
@@ -347,7 +348,7 @@ def test_it_erases_umbrellas_proposed_from_erased_deltas(populated):
             kind="preference",
             anchor={"section": "drafting-replies"},
             payload={"body": text},
-            provenance={"source": "user_instruction", "turns": [f"umb-{n}#1"]},
+            provenance=backed(agent, {"source": "user_instruction", "turns": [f"umb-{n}#1"]}),
         ).delta
         for n, text in enumerate(SAME)
     ]

@@ -18,6 +18,7 @@ from memory.privacy.selection import EXPORT_SELECTORS, selector_parse
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.lessons import check, step
 from tests.factories.privacy import bundle, confirm_lesson, ready_agent, workspace_ready
+from tests.factories.skills import backed
 
 pytestmark = pytest.mark.django_db
 
@@ -121,7 +122,7 @@ def rich(workspace):
         namespace="priority_senders",
         key="alpha-lead",
         value={"email": "new-lead@alpha.example.com"},
-        provenance={"source": "user_instruction", "turns": ["sess-alpha#9"]},
+        provenance=backed(a, {"source": "user_instruction", "turns": ["sess-alpha#9"]}),
     )
     token_issue(agent=a, scope="admin")
     return workspace

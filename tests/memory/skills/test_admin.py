@@ -7,7 +7,7 @@ from memory.models import AuditEvent, Role, SkillDelta
 from memory.skills.deltas import delta_create
 from memory.skills.registry import agent_tools_set, skill_register
 from tests.factories.identity import AgentFactory, WorkspaceFactory
-from tests.factories.skills import EMAIL_TOOLS, reviewer, skill_md
+from tests.factories.skills import EMAIL_TOOLS, backed, reviewer, skill_md
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +33,7 @@ def pref(
         kind="preference",
         anchor={"section": section},
         payload={"body": text},
-        provenance=provenance,
+        provenance=backed(agent, provenance),
         **kw,
     ).delta
 

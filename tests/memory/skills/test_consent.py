@@ -19,9 +19,16 @@ from memory.skills.consent import (
 from memory.skills.deltas import delta_create
 from memory.skills.registry import agent_tools_set, skill_register
 from memory.skills.selectors import orphan_notice_list, skill_kpis
-from memory.skills.trust import delta_trust_progress, feedback_record
+from memory.skills.trust import delta_trust_progress
 from tests.factories.identity import AgentFactory, WorkspaceFactory
-from tests.factories.skills import EMAIL_TOOLS, TRIAGE_BODY, reviewer, skill_md
+from tests.factories.skills import (
+    EMAIL_TOOLS,
+    TRIAGE_BODY,
+    backed,
+    harness_feedback,
+    reviewer,
+    skill_md,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -49,16 +56,16 @@ def pref(
         kind="preference",
         anchor={"section": section},
         payload={"body": text},
-        provenance=provenance,
+        provenance=backed(agent, provenance),
         **kw,
     ).delta
 
 
 def samples(agent, scope, positives, negatives=0):
     for _ in range(positives):
-        feedback_record(agent=agent, action_type="triage", scope=scope, positive=True)
+        harness_feedback(agent=agent, action_type="triage", scope=scope, positive=True)
     for _ in range(negatives):
-        feedback_record(agent=agent, action_type="triage", scope=scope, positive=False)
+        harness_feedback(agent=agent, action_type="triage", scope=scope, positive=False)
 
 
 # --------------------------------------------------------------------------- consent gate
@@ -311,7 +318,7 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
         kind="tool-hint",
         anchor={"section": "escalation"},
         payload={"prefer": ["pre_scan_inbox"]},
-        provenance=USER,
+        provenance=backed(agent, USER),
     )
     delta_create(
         agent=agent,
@@ -319,7 +326,7 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
         kind="fact",
         anchor=None,
         payload={"namespace": "priority_senders", "key": "cfo@x.example", "value": True},
-        provenance=USER,
+        provenance=backed(agent, USER),
     )
     kpis = skill_kpis(workspace=workspace)
     assert kpis["deltas_by_tier_status"] == {"1": {"staged": 1}, "3": {"active": 1, "staged": 1}}
@@ -351,7 +358,7 @@ def test_deleting_a_workspace_removes_its_skill_rows(agent, workspace):
         skill_md=skill_md(version="2", body="\n## X\ny\n"),
         actor=Actor(kind="system", label="t"),
     )
-    feedback_record(agent=agent, action_type="a", scope="s", positive=True)
+    harness_feedback(agent=agent, action_type="a", scope="s", positive=True)
     workspace.delete()
     assert not Skill.objects.exists()
     assert not SkillVersion.objects.exists()

@@ -6,10 +6,10 @@ from memory.core.actors import Actor
 from memory.models import SkillDelta
 from memory.skills.consent import delta_approve
 from memory.skills.effective import delta_previews, effective_skill_build
-from memory.skills.trust import feedback_record
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.skills import (
     OUTCOME_EVIDENCE,
+    harness_feedback,
     learning_agent,
     propose,
     reviewer,
@@ -71,7 +71,7 @@ def test_previews_carry_ledger_progress_only_where_approval_needs_it(agent, work
     )
     plain = propose(agent)
     for positive in (True, True, False):
-        feedback_record(agent=agent, action_type="reply", scope=evidence.scope, positive=positive)
+        harness_feedback(agent=agent, action_type="reply", scope=evidence.scope, positive=positive)
     previews = delta_previews(workspace=workspace, deltas=_pending(workspace, evidence, plain))
     trust = previews[evidence.pk]["trust"]
     assert (trust["samples"], trust["positive"], trust["met"], trust["needed"]) == (

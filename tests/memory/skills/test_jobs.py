@@ -14,7 +14,7 @@ from memory.skills.jobs import delta_budget_enforce, delta_consolidate
 from memory.skills.registry import agent_tools_set, skill_register
 from memory.tasks import skills_budget, skills_consolidate
 from tests.factories.identity import AgentFactory, WorkspaceFactory
-from tests.factories.skills import EMAIL_TOOLS, reviewer, skill_md
+from tests.factories.skills import EMAIL_TOOLS, backed, reviewer, skill_md
 
 USER = {"source": "user_instruction", "turns": ["s1#1"]}
 SAME = [
@@ -41,7 +41,7 @@ def active(agent, text, section="drafting-replies", person=None):
         kind="preference",
         anchor={"section": section},
         payload={"body": text},
-        provenance=USER,
+        provenance=backed(agent, USER),
     ).delta
     return delta_approve(
         delta=delta, actor=Actor.for_user(person or reviewer(agent.workspace)), reason="ok"
