@@ -111,6 +111,15 @@ def api(agent):
 
 
 @pytest.fixture
+def harness(agent):
+    """The same agent's harness: an APIClient with a harness-scoped token (the process
+    that runs the tools; the model never sees this token)."""
+    from tests.factories.identity import api_client
+
+    return api_client(agent, scope="harness")
+
+
+@pytest.fixture
 def make_api(db):
     """Factory: an authenticated APIClient for a new agent (optionally in a workspace)."""
     from rest_framework.test import APIClient

@@ -167,6 +167,7 @@ LEARNING_ERRORS = ErrorArea(
     {
         400: "Bad input; `fields` names each field at fault.",
         401: "Missing or invalid token.",
+        403: "Needs a harness-scoped token (e.g. a situation's unblock or probe).",
         404: "No such item in this workspace.",
         422: "Refused by a rule; the message says which and why.",
     },
