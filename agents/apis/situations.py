@@ -197,8 +197,9 @@ class TurnResultsApi(APIView):
             max_length=200,
             required=False,
             allow_blank=True,
-            help_text="what the call was on (a success on a blocker's subject closes it); "
-            "default: the situation's subject, else the tool",
+            help_text="what the call was on: a success on a blocker's subject closes it, and "
+            "a probe names the subject it checks (a clean one supersedes that subject's "
+            "lessons on this machine); default: the situation's subject, else the tool",
         )
         probe = serializers.BooleanField(default=False, help_text="this call is a probe")
         interactive = serializers.BooleanField(

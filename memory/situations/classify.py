@@ -163,7 +163,7 @@ _SYNTAX = _words(
 )  # fmt: skip
 _BAD_ARGS = _words(
     r"unknown (?:option|flag|argument|command)",
-    r"unrecognized (?:option|arguments?)",
+    r"unrecognized (?:option|flag|arguments?)",
     r"invalid (?:option|argument|flag|choice)",
     r"^\s*usage:",
     r"missing (?:required )?(?:argument|operand|option)",
