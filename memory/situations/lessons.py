@@ -180,7 +180,7 @@ def lesson_mark_applied(*, lesson: SituationLesson) -> None:
 
 @transaction.atomic
 def situation_lesson_remove(
-    *, actor: Actor, workspace: Workspace, lesson_id: int, now: datetime
+    *, actor: Actor, workspace: Workspace, lesson_id: int, now: datetime, reason: str = ""
 ) -> SituationLesson:
     """A reviewer removes a known blocker: it stops being served, the row is kept."""
     actor_require_role(actor, workspace=workspace, action="remove a known blocker")
@@ -193,5 +193,6 @@ def situation_lesson_remove(
             action="situation_lesson.remove",
             target_type="situation_lesson",
             target_id=lesson.pk,
+            reason=reason,
         )
     return lesson

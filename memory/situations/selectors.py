@@ -6,7 +6,7 @@ import re
 import statistics
 from datetime import datetime, timedelta
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 
 from memory.models import (
     Agent,
@@ -77,11 +77,32 @@ def known_blockers_text(lessons: list[SituationLesson]) -> str:
     return "\n".join([KNOWN_HEADING, *(blocker_line(lesson) for lesson in lessons)])
 
 
-def lessons_for_review(*, workspace: Workspace, machine: str | None = None) -> QuerySet:
+LESSON_REVIEW_ORDER = ("-detected_at", "-id")
+
+
+def lessons_for_review(
+    *, workspace: Workspace, now: datetime, machine: str = "", live: bool = True
+) -> QuerySet:
+    """Situation lessons for the "Known blockers" page: live ones by default."""
     qs = SituationLesson.objects.filter(workspace=workspace).select_related("agent")
+    if live:
+        qs = qs.filter(state=SituationLessonState.ACTIVE, expires_at__gt=now)
     if machine:
         qs = qs.filter(machine_digest=machine)
-    return qs.order_by("machine_digest", "state", "-detected_at", "-id")
+    return qs
+
+
+def lesson_machines(*, workspace: Workspace) -> list[str]:
+    return list(
+        SituationLesson.objects.filter(workspace=workspace)
+        .order_by("machine_digest")
+        .values_list("machine_digest", flat=True)
+        .distinct()
+    )
+
+
+def lesson_get(*, workspace: Workspace, pk: int) -> SituationLesson | None:
+    return SituationLesson.objects.filter(workspace=workspace, pk=pk).first()
 
 
 def turns_for_outcome(*, agent: Agent, outcome_id: str) -> list[TurnRecovery]:
@@ -109,17 +130,27 @@ def turn_events(turn: TurnRecovery) -> QuerySet:
 
 
 def situation_counts(*, workspace: Workspace, now: datetime, days: int = 30) -> dict:
+    """Dashboard counts over the last ``days``: turns with posted results, blocked
+    (escalated) turns, median steps to escalate, known blockers, adversarial results."""
     since = now - timedelta(days=days)
     turns = TurnRecovery.objects.filter(workspace=workspace, created_at__gte=since)
-    blocked = list(turns.filter(escalated=True).values_list("steps_to_escalate", flat=True))
-    steps = [s for s in blocked if s is not None]
+    totals = turns.aggregate(
+        turns=Count("id"),
+        blocked=Count("id", filter=Q(escalated=True)),
+        adversarial=Sum("adversarial_results"),
+    )
+    steps = list(
+        turns.filter(escalated=True, steps_to_escalate__isnull=False).values_list(
+            "steps_to_escalate", flat=True
+        )
+    )
     return {
         "days": days,
-        "turns": turns.count(),
-        "blocked_turns": len(blocked),
+        "turns": totals["turns"],
+        "blocked_turns": totals["blocked"],
         "median_steps_to_escalate": statistics.median(steps) if steps else None,
         "known_blockers": live_lessons_count(workspace=workspace, now=now),
-        "adversarial_results": sum(turns.values_list("adversarial_results", flat=True)),
+        "adversarial_results": totals["adversarial"] or 0,
     }
 
 
