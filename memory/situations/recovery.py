@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from memory.core.actors import Actor
 from memory.models import LessonEndReason, SituationEventKind, TurnAction, TurnRecovery
@@ -70,6 +70,16 @@ class TurnResult:
     user_answered: bool = False
     machine: str = ""
     session_id: str = ""
+
+
+def _commit_async() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def _commit_durably() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO ON")
 
 
 def _turn_locked(*, actor: Actor, turn_id: str, result: TurnResult) -> TurnRecovery:
@@ -157,7 +167,13 @@ def turn_result_record(*, actor: Actor, turn_id: str, result: TurnResult, now: d
     """Apply one tool result to the turn's recovery state and say what the loop may do.
 
     Answers ``{action, open_blockers, budget_left, escalation, situation, step}``.
+
+    The turn's counters are on the agent's hot path and only matter within the turn,
+    so their commit does not wait for the WAL flush (``synchronous_commit = off``:
+    a crash may lose the last few hundred milliseconds of counts, never corrupts
+    them). A transaction that writes or ends a lesson commits durably as usual.
     """
+    _commit_async()
     turn = _turn_locked(actor=actor, turn_id=turn_id, result=result)
     blockers: dict[str, dict] = dict(turn.blockers or {})
     if result.user_answered:
@@ -209,7 +225,10 @@ def turn_result_record(*, actor: Actor, turn_id: str, result: TurnResult, now: d
                 )  # fmt: skip
                 del blockers[key]
         reason = LessonEndReason.PROBE_CLEAR if result.probe else LessonEndReason.SUCCESS
-        for lesson in lessons_invalidate(turn=turn, subject=subject, reason=reason, now=now):
+        ended = lessons_invalidate(turn=turn, subject=subject, reason=reason, now=now)
+        if ended:
+            _commit_durably()
+        for lesson in ended:
             event_record(
                 turn=turn, event=E.LESSON_INVALIDATED, now=now, step=step, kind=lesson.kind,
                 subject=lesson.subject, source="declared", tool=tool, lesson=lesson,
@@ -298,6 +317,7 @@ def _store_lessons(turn, blockers, *, step: int, now: datetime) -> None:
             continue
         lesson = lesson_store(turn=turn, blocker=blocker, now=now)
         if lesson is not None:
+            _commit_durably()
             blocker["lesson_id"] = lesson.pk
             event_record(
                 turn=turn, event=E.LESSON_STORED, now=now, step=step, blocker=blocker,
