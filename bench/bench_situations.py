@@ -89,6 +89,7 @@ def main(argv: list[str]) -> int:
     workspace = workspace_get_or_create(name="bench-situations")
     agent = agent_get_or_create(workspace=workspace, name="bench-harness")
     token = token_issue(agent=agent, scope="harness").raw
+    host = machine()  # versions, commit and the load when the run starts
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
 
     def post(path: str, body: dict) -> float:
@@ -164,8 +165,8 @@ def main(argv: list[str]) -> int:
         json.dumps(
             {
                 "n": n,
-                "machine": machine(),
-                "load": os.getloadavg(),
+                "machine": host,
+                "load_at_end": os.getloadavg(),
                 "escalated_turns": escalated,
                 "lessons": lessons,
                 "results": table,
