@@ -15,6 +15,7 @@ from agents.apis import (
     lessons,
     outcomes,
     recall,
+    situations,
     skills,
     tool_calls,
     tools,
@@ -58,6 +59,15 @@ urlpatterns = [
         lessons.LessonHistoryApi.as_view(),
         name="lesson-history",
     ),
+    # situations: blockers the agent cannot fix
+    path("situations/", situations.SituationDeclareApi.as_view(), name="situations"),
+    path(
+        "situations/classify/",
+        situations.SituationClassifyApi.as_view(),
+        name="situations-classify",
+    ),
+    path("situations/known/", situations.KnownSituationsApi.as_view(), name="situations-known"),
+    path("turns/<path:turn_id>/results/", situations.TurnResultsApi.as_view(), name="turn-results"),
     # skills, deltas, tools, feedback, facts
     path("skills/", skills.SkillRegisterApi.as_view(), name="skill-register"),
     path("skills/<str:name>/", skills.SkillDetailApi.as_view(), name="skill-detail"),

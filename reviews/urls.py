@@ -13,6 +13,7 @@ from reviews.views import (
     outcomes,
     privacy,
     projects,
+    situations,
     skills,
 )
 
@@ -47,6 +48,8 @@ urlpatterns = [
     ),
     path("outcomes/", outcomes.outcomes, name="outcomes"),
     path("outcomes/<int:pk>/", outcomes.outcomes_detail, name="outcomes_detail"),
+    path("situations/", situations.situations, name="situations"),
+    path("situations/<int:pk>/remove/", situations.situations_remove, name="situations_remove"),
     path("knowledge/", knowledge.knowledge, name="knowledge"),
     path("knowledge/<int:pk>/", knowledge.knowledge_detail, name="knowledge_detail"),
     path("knowledge/<int:pk>/edit/", knowledge.knowledge_edit, name="knowledge_edit"),

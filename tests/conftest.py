@@ -112,19 +112,11 @@ def api(agent):
 
 @pytest.fixture
 def harness(agent):
-    """An APIClient for the same ``agent`` with a harness-scoped token: the process that
-    runs the tools and sees real exit codes (outcomes, confirmations count from it)."""
-    from rest_framework.test import APIClient
+    """The same agent's harness: an APIClient with a harness-scoped token (the process
+    that runs the tools; the model never sees this token)."""
+    from tests.factories.identity import api_client
 
-    from memory.identity.services import token_issue
-
-    client = APIClient()
-    issued = token_issue(agent=agent, scope="harness")
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
-    client.agent = agent
-    client.token = issued.token
-    client.raw_token = issued.raw
-    return client
+    return api_client(agent, scope="harness")
 
 
 @pytest.fixture

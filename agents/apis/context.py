@@ -56,8 +56,9 @@ class ContextApi(APIView):
             "confidence x exp(-days since their last evidence / 30), within 300 tokens "
             "(estimated as ceil(chars/4)). Serving refreshes the lessons' `last_used_at` and "
             "`use_count`, never their confidence or rank. `stable` is byte-identical for the "
-            "same state; `dynamic` carries the time (pass `now` to fix it). Blockers "
-            "(situations) are not built yet: always `[]`."
+            "same state; `dynamic` carries the time (pass `now` to fix it). `blockers`: at "
+            "most 3 live situation lessons for `machine` (its fingerprint digest), also in "
+            '`stable` under "Known blockers on this machine:".'
         ),
         parameters=[
             ContextQuerySerializer,
@@ -75,6 +76,7 @@ class ContextApi(APIView):
             project_digest=project_digest(remote=project["remote"], path=project["path"]),
             context=data.get("context") or None,
             now=data.get("now") or timezone.now(),
+            machine=data.get("machine") or "",
         )
         served = built.pop("served")
         context_mark_served(lesson_ids=served["lessons"], knowledge_ids=served["knowledge"])
@@ -85,6 +87,9 @@ class LessonCheckApi(APIView):
     class LessonCheckQuerySerializer(ProjectFields):
         operation_key = serializers.CharField(max_length=200)
         context = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        machine = serializers.RegexField(
+            r"^[A-Za-z0-9:._-]{1,128}$", required=False, allow_blank=True
+        )
 
     class LessonCheckOutputSerializer(serializers.Serializer):
         operation_key = serializers.CharField()
@@ -98,7 +103,11 @@ class LessonCheckApi(APIView):
         summary="Decision time: lessons, errors and blockers for one operation",
         description=(
             "Before a risky action: the active lessons about this operation (or warning "
-            "against it), the known errors on it, and blockers (`[]` until situations exist)."
+            "against it), the known errors on it, and `blockers`: live situation lessons on "
+            "`machine` whose subject is this operation (or its head: `gh` for "
+            "`gh:pr-list`), each with its `probe`. Probe first; still blocked means "
+            "escalate now (post the probe to /turns/{id}/results/ and it answers "
+            "`escalate` citing the lesson)."
         ),
         parameters=[LessonCheckQuerySerializer],
         responses={200: LessonCheckOutputSerializer, **errors(400, 401, area=LEARNING_ERRORS)},
@@ -114,6 +123,8 @@ class LessonCheckApi(APIView):
             project_digest=project_digest(remote=project["remote"], path=project["path"]),
             operation_key=data["operation_key"],
             context=data.get("context") or None,
+            machine=data.get("machine") or "",
+            now=timezone.now(),
         )
         served = built.pop("served")
         context_mark_served(lesson_ids=served["lessons"], knowledge_ids=served["knowledge"])

@@ -24,6 +24,12 @@ from memory.models import (
     TargetType,
     Workspace,
 )
+from memory.situations.selectors import (
+    blocker_json,
+    known_blockers,
+    known_blockers_text,
+    operation_subjects,
+)
 
 LESSONS_HEADING = "Lessons (earned from verified outcomes):"
 
@@ -87,10 +93,12 @@ def context_build(
     project_digest: str,
     context: str | None,
     now: datetime,
+    machine: str = "",
 ) -> dict:
     """Plan-time context: ``{text, stable, dynamic, digest, lessons, errors, blockers, memory}``.
 
-    Blockers are situations, which are not built yet: always ``[]``.
+    ``blockers``: at most 3 live situation lessons for ``machine`` (none without one),
+    also rendered in ``stable`` under "Known blockers on this machine:".
     """
     candidates = with_activity(
         _served_lessons(workspace=workspace, project_digest=project_digest),
@@ -120,7 +128,10 @@ def context_build(
         _error_items(workspace=workspace, context=context)[: settings.CAIRN_CONTEXT_MAX_ERRORS]
     )
     memory = memory_block(workspace=workspace, context=context, now=now)
-    stable = "\n\n".join(part for part in (lessons_text, memory["stable"]) if part)
+    blockers = known_blockers(workspace=workspace, machine=machine, now=now)
+    stable = "\n\n".join(
+        part for part in (lessons_text, known_blockers_text(blockers), memory["stable"]) if part
+    )
     dynamic = memory["dynamic"]
     return {
         "text": "\n\n".join(part for part in (stable, dynamic) if part),
@@ -130,7 +141,7 @@ def context_build(
         "lessons_tokens": estimate_tokens(lessons_text),
         "lessons": [_lesson_json(lesson, score) for score, lesson in chosen],
         "errors": [_error_json(item) for item in errors],
-        "blockers": [],
+        "blockers": [blocker_json(lesson) for lesson in blockers],
         "memory": memory,
         "served": {
             "lessons": [lesson.pk for _, lesson in chosen],
@@ -140,10 +151,21 @@ def context_build(
 
 
 def lesson_check(
-    *, workspace: Workspace, project_digest: str, operation_key: str, context: str | None
+    *,
+    workspace: Workspace,
+    project_digest: str,
+    operation_key: str,
+    context: str | None,
+    machine: str = "",
+    now: datetime | None = None,
 ) -> dict:
     """Decision time: the lessons (about or warning against this operation), known errors
-    and blockers for one operation, with a one-line preamble."""
+    and blockers for one operation, with a one-line preamble.
+
+    A blocker is a live situation lesson on ``machine`` whose subject is the operation
+    (or its head, ``gh`` for ``gh:pr-list``), with its probe: the harness probes first
+    and, still blocked, escalates in 0 wasted steps.
+    """
     lessons = list(
         _served_lessons(workspace=workspace, project_digest=project_digest)
         .filter(Q(operation_key=operation_key) | Q(avoid_operation_key=operation_key))
@@ -154,7 +176,22 @@ def lesson_check(
             : settings.CAIRN_CONTEXT_MAX_ERRORS
         ]
     )
+    blockers = (
+        known_blockers(
+            workspace=workspace,
+            machine=machine,
+            now=now,
+            subjects=operation_subjects(operation_key),
+        )
+        if machine and now is not None
+        else []
+    )
     parts = []
+    if blockers:
+        parts.append(
+            "Known blocker here, probe before calling: "
+            + " | ".join(lesson.content for lesson in blockers)
+        )
     if errors:
         parts.append(
             f"A previous run of {operation_key} failed: " + " | ".join(e.content for e in errors)
@@ -166,7 +203,7 @@ def lesson_check(
         "text": "\n".join(parts),
         "lessons": [_lesson_json(lesson) for lesson in lessons],
         "errors": [_error_json(item) for item in errors],
-        "blockers": [],
+        "blockers": [blocker_json(lesson) for lesson in blockers],
         "served": {
             "lessons": [lesson.pk for lesson in lessons],
             "knowledge": [item.pk for item in errors],

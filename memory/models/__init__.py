@@ -47,4 +47,5 @@ from memory.models.conversations import *  # noqa: E402,F403
 from memory.models.lessons import *  # noqa: E402,F403
 from memory.models.privacy import *  # noqa: E402,F403
 from memory.models.review import *  # noqa: E402,F403
+from memory.models.situations import *  # noqa: E402,F403
 from memory.models.skills import *  # noqa: E402,F403

@@ -162,6 +162,13 @@ class Table:
 
 # --------------------------------------------------------------------------- the map
 
+
+def _situation_lessons_from_turns(plan: Plan) -> QuerySet:
+    return plan.scoped("memory.SituationLesson").filter(
+        turn__in=plan.direct("memory.TurnRecovery").values("pk")
+    )
+
+
 _KEPT_IDENTITY = "Identity and access: who may do what. Holds names and roles, no content."
 
 
@@ -357,6 +364,43 @@ def _entries() -> list[Table]:
             selectors={"agent": by_agent(), "session": by("session_id")},
             export="tool_calls",
             quoted=("error",),
+        ),
+        # ---- situations (per-turn recovery state, its events, machine lessons)
+        Table(
+            "memory.TurnRecovery",
+            CONTENT,
+            "One harness turn's recovery state: blockers by subject with the declared "
+            "unblock and probe (no tool output is stored).",
+            selectors={"agent": by_agent(), "session": by("session_id")},
+            export="turn_recoveries",
+            quoted=("blockers", "escalation"),
+        ),
+        Table(
+            "memory.SituationLesson",
+            CONTENT,
+            "A remembered blocker on one machine (context machine:<digest>), written by "
+            "the server from a declared blocker after an escalation or a user answer.",
+            selectors={"agent": by_agent(), "context": by("context")},
+            derived=(
+                Derivation(
+                    "situation_lessons_from_erased_turns",
+                    ("memory.TurnRecovery",),
+                    "a lesson learned in an erased turn goes with it",
+                    rows=_situation_lessons_from_turns,
+                ),
+            ),
+            lineage="superseded_by",
+            export="situation_lessons",
+            quoted=("content", "detail", "unblock", "probe"),
+        ),
+        Table(
+            "memory.SituationEvent",
+            CONTENT,
+            "Situation events (detected, workaround, escalated, lesson stored ...): kinds, "
+            "subjects and counts; they go with their turn.",
+            selectors={"agent": by_agent(), "session": by("session_id")},
+            cascades_from=("memory.TurnRecovery",),
+            export="situation_events",
         ),
         # ---- skills and learned deltas
         Table(

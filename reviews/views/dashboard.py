@@ -4,6 +4,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from memory.core.selectors import job_runs_per_day
@@ -15,6 +16,7 @@ from memory.dashboard import (
     review_latency,
 )
 from memory.identity.services import membership_get
+from memory.situations.selectors import situation_counts
 from memory.skills.selectors import orphan_notice_list, skill_kpis
 from reviews.access import SESSION_KEY, current_membership, require_role
 from reviews.charts import Series, bar_chart, line_chart
@@ -103,6 +105,7 @@ def dashboard(request):
     histograms = confidence_histograms(workspace=workspace)
     context = {
         "counts": dashboard_counts(workspace=workspace),
+        "situations": situation_counts(workspace=workspace, now=timezone.now()),
         "jobs_chart": job_runs_chart(days),
         "failed_runs": sum(d["failed"] for d in days),
         "site_url": settings.SITE_URL,

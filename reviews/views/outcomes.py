@@ -21,6 +21,7 @@ from memory.lessons.selectors import (
 from reviews.access import require_role
 from reviews.htmx import render_page
 from reviews.pagination import paginate
+from reviews.views.situations import outcome_situations
 
 VERDICTS = [("yes", "passed"), ("no", "failed"), ("unverified", "not verified")]
 
@@ -105,5 +106,6 @@ def outcomes_detail(request, pk: int):
         "lesson_evidence": evidence[:OUTCOME_LESSONS_SHOWN],
         "more_lessons": len(evidence) > OUTCOME_LESSONS_SHOWN,
         "labels": project_labels(workspace=request.workspace, digests=[outcome.project_digest]),
+        "situations": outcome_situations(outcome),
     }
     return render_page(request, "reviews/outcome_detail.html", context, partial="detail")

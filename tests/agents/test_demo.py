@@ -3,7 +3,15 @@
 import pytest
 from django.core.management import call_command
 
-from memory.models import Knowledge, Lesson, Outcome, SkillDelta, Workspace
+from memory.models import (
+    Knowledge,
+    Lesson,
+    Outcome,
+    SituationLesson,
+    SkillDelta,
+    TurnRecovery,
+    Workspace,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -33,6 +41,11 @@ def test_it_loads_once_and_populates_the_queues(capsys):
     cited = SkillDelta.objects.get(workspace=workspace, provenance_source="outcome_evidence")
     assert cited.trust == "trusted" and cited.status == "staged"
     assert Outcome.objects.get(pk=cited.provenance["outcomes"][0]).channel == "harness"
+    # A headless turn blocked on a logged-out gh: refused sign-in, then escalated.
+    blocked = TurnRecovery.objects.get(workspace=workspace, turn_id="demo-gh-1")
+    assert blocked.escalated and blocked.refused_calls == 1
+    assert (blocked.steps_to_escalate, round(blocked.seconds_to_escalate)) == (3, 94)
+    assert SituationLesson.objects.filter(workspace=workspace, subject="gh").count() == 1
     knowledge = Knowledge.objects.filter(workspace=workspace, status="active")
     assert knowledge.filter(category="reminder", due_at__isnull=False).count() == 1
     assert knowledge.filter(category="error", operation_key="npm:ci").count() == 1

@@ -17,3 +17,17 @@ class AgentFactory(factory.django.DjangoModelFactory):
 
     workspace = factory.SubFactory(WorkspaceFactory)
     name = factory.Sequence(lambda n: f"agent-{n}")
+
+
+def api_client(agent: Agent, *, scope: str = "agent"):
+    """An APIClient for ``agent`` with a new token of ``scope`` (agent, harness, admin)."""
+    from rest_framework.test import APIClient
+
+    from memory.identity.services import token_issue
+
+    client = APIClient()
+    issued = token_issue(agent=agent, scope=scope)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
+    client.agent = agent
+    client.token = issued.token
+    return client

@@ -8,11 +8,13 @@ on start unless CAIRN_DEMO=0.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.test import Client
+from django.utils import timezone
 
 from memory.core.actors import Actor
 from memory.identity.services import (
@@ -99,6 +101,7 @@ class Command(BaseCommand):
             steps = [
                 ("knowledge", lambda: self.knowledge(coder, coder_harness)),
                 ("lessons", lambda: self.lessons(coder_harness)),
+                ("situations", lambda: self.situations(coder_harness)),
                 ("skills", lambda: self.skills(mail, workspace)),
             ]
             for name, step in steps:
@@ -308,6 +311,48 @@ class Command(BaseCommand):
                 "project_remote": project,
             },
         )
+
+    def situations(self, harness: DemoClient) -> None:
+        """A headless turn in which gh is logged out: the harness posts every result, the
+        sign-in is refused, and after two more workarounds the turn escalates."""
+        turn = "demo-gh-1"
+        machine = "m-demo-laptop"
+        start = timezone.now() - timedelta(minutes=3)
+        harness.call(
+            "post",
+            "outcomes/",
+            {
+                "outcome_id": turn,
+                "session_id": "demo-gh",
+                "project_remote": "https://github.com/acme/webapp.git",
+                "machine": machine,
+                "goal": "demo: list the open pull requests",
+                "approach": [
+                    {"operation_key": "gh:pr-list", "outcome": "failed", "step": 1},
+                ],
+                "steps": 4,
+                "wall_s": 94.0,
+            },
+        )
+        results = [
+            (0, {"tool": "check_cli_setup", "ok": False, "situation": {
+                "kind": "auth", "subject": "gh", "unblock": "gh auth login",
+                "interactive": True, "detail": "gh is installed but not signed in.",
+                "probe": {"tool": "check_cli_setup", "args": {"binary": "gh"}},
+                "env": "/usr/bin/gh 2.62.0"}}),
+            (21, {"tool": "sign_in_cli", "interactive": True}),
+            (52, {"tool": "fetch_page", "http_status": 401,
+                  "output": '{"message": "Requires authentication"}'}),
+            (94, {"tool": "run_python", "exit_code": 1,
+                  "stderr": "urllib.error.HTTPError: HTTP Error 401: Unauthorized"}),
+        ]  # fmt: skip
+        for seconds, body in results:
+            at = (start + timedelta(seconds=seconds)).isoformat()
+            harness.call(
+                "post",
+                f"turns/{turn}/results/",
+                {**body, "machine": machine, "session_id": "demo-gh", "attended": False, "at": at},
+            )
 
     def skills(self, mail: DemoClient, workspace: Workspace) -> None:
         """A skill with active, staged, quarantined and orphaned deltas, and facts."""
