@@ -11,6 +11,7 @@ from memory.backfill import embed_backfill_run
 from memory.core.jobs import job_recorded
 from memory.lessons.decay import decay_run
 from memory.lessons.services import lesson_caps_enforce
+from memory.maintenance.reconcile import reconcile_run
 from memory.models import JobRun, Workspace
 from memory.privacy.erasure import erasure_job
 from memory.privacy.exports import export_job
@@ -27,6 +28,10 @@ def heartbeat(run_id: int | None = None) -> int:
         run.counts = {"ok": 1}
         run.result = {"worker": f"{socket.gethostname()}:{os.getpid()}"}
         return run.pk
+
+
+# Jobs over every workspace take one lock, whether beat or an admin's "run now" started them.
+GLOBAL_LOCK = "job:{}:*"
 
 
 def _workspace(workspace_id: int | None):
@@ -71,7 +76,12 @@ def skills_consolidate(run_id: int | None = None, workspace_id: int | None = Non
 @shared_task(name="memory.tasks.decay")
 def decay(run_id: int | None = None) -> int:
     """Daily (beat): idle-time decay of lessons and knowledge; safe to run twice."""
-    with job_recorded(kind="decay", run_id=run_id, task_id=decay.request.id or "") as run:
+    with job_recorded(
+        kind="decay",
+        run_id=run_id,
+        task_id=decay.request.id or "",
+        lock=GLOBAL_LOCK.format("decay"),
+    ) as run:
         if run is None:
             return 0
         run.counts = decay_run()
@@ -82,7 +92,10 @@ def decay(run_id: int | None = None) -> int:
 def maintenance(run_id: int | None = None) -> int:
     """Daily (beat): enforce the lesson caps (lowest confidence beyond the cap retired)."""
     with job_recorded(
-        kind="maintenance", run_id=run_id, task_id=maintenance.request.id or ""
+        kind="maintenance",
+        run_id=run_id,
+        task_id=maintenance.request.id or "",
+        lock=GLOBAL_LOCK.format("maintenance"),
     ) as run:
         if run is None:
             return 0
@@ -95,7 +108,10 @@ def embed_backfill(run_id: int | None = None) -> int:
     """Re-embed rows from another (or no) embedder, with progress; safe to run twice."""
 
     with job_recorded(
-        kind="embed_backfill", run_id=run_id, task_id=embed_backfill.request.id or ""
+        kind="embed_backfill",
+        run_id=run_id,
+        task_id=embed_backfill.request.id or "",
+        lock=GLOBAL_LOCK.format("embed_backfill"),
     ) as run:
         if run is None:
             return 0
@@ -146,8 +162,28 @@ def erasure_run(run_id: int, selector: dict) -> int | None:
 def prune(run_id: int | None = None) -> int | None:
     """Delete raw history, job runs, audit events and replays past their retention."""
 
-    with job_recorded(kind="prune", run_id=run_id, task_id=prune.request.id or "") as run:
+    with job_recorded(
+        kind="prune",
+        run_id=run_id,
+        task_id=prune.request.id or "",
+        lock=GLOBAL_LOCK.format("prune"),
+    ) as run:
         if run is None:
             return None
         run.counts = retention_prune()
+        return run.pk
+
+
+@shared_task(name="memory.tasks.reconcile")
+def reconcile(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
+    """Merge duplicates, supersede contradictions, queue what people must settle.
+
+    Resumable: a run after a killed worker continues from the last checkpoint."""
+    workspace = _workspace(workspace_id)
+    with job_recorded(
+        kind="reconcile", workspace=workspace, run_id=run_id, task_id=reconcile.request.id or ""
+    ) as run:
+        if run is None:
+            return None
+        run.counts = reconcile_run(run=run)
         return run.pk
