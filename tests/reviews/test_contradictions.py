@@ -169,8 +169,8 @@ def test_the_queue_stays_bounded_at_10000_items(viewer, workspace, django_assert
     assert len(page) == 50 and all(item.a is not None for item in page)
     query = page.next_query
     for _ in range(5):
-        # session, user, membership, page, its lessons
-        with django_assert_max_num_queries(5):
+        # session, user, membership, page, its lessons, its sides' ledger and history
+        with django_assert_max_num_queries(7):
             page = viewer.get(f"/contradictions/{query}", **HX).context["page"]
         query = page.next_query
     assert len(page) == 50
