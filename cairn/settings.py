@@ -378,7 +378,7 @@ CAIRN_JUDGE_MAX_PER_MINUTE = envint("CAIRN_JUDGE_MAX_PER_MINUTE", 60)
 # Sessions idle this long with at least this many turns are consolidated.
 CAIRN_CONSOLIDATE_IDLE_DAYS = envint("CAIRN_CONSOLIDATE_IDLE_DAYS", 14)
 CAIRN_CONSOLIDATE_MIN_TURNS = envint("CAIRN_CONSOLIDATE_MIN_TURNS", 5)
-CAIRN_CONSOLIDATE_MAX_TURNS = 40  # turns read per session per run
+CAIRN_CONSOLIDATE_MAX_TURNS = envint("CAIRN_CONSOLIDATE_MAX_TURNS", 40)  # turns per summary
 CAIRN_CONSOLIDATE_SUMMARY_SENTENCES = 3
 # Lessons on one operation and scope this similar (text) merge into one.
 CAIRN_LESSON_MERGE_SIMILARITY = envfloat("CAIRN_LESSON_MERGE_SIMILARITY", 0.9)

@@ -11,6 +11,7 @@ from memory.backfill import embed_backfill_run
 from memory.core.jobs import job_recorded
 from memory.lessons.decay import decay_run
 from memory.lessons.services import lesson_caps_enforce
+from memory.maintenance.consolidate import consolidate_run
 from memory.maintenance.reconcile import reconcile_run
 from memory.models import JobRun, Workspace
 from memory.privacy.erasure import erasure_job
@@ -186,4 +187,20 @@ def reconcile(run_id: int | None = None, workspace_id: int | None = None) -> int
         if run is None:
             return None
         run.counts = reconcile_run(run=run)
+        return run.pk
+
+
+@shared_task(name="memory.tasks.consolidate")
+def consolidate(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
+    """Old sessions become summary notes and extracted items; turns marked consolidated."""
+    workspace = _workspace(workspace_id)
+    with job_recorded(
+        kind="consolidate",
+        workspace=workspace,
+        run_id=run_id,
+        task_id=consolidate.request.id or "",
+    ) as run:
+        if run is None:
+            return None
+        run.counts = consolidate_run(run=run)
         return run.pk

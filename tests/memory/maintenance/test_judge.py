@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from memory.maintenance.judge import ChatJudge, HeuristicJudge, JudgeUnavailable, chat_complete
@@ -27,37 +23,6 @@ from memory.maintenance.judge import ChatJudge, HeuristicJudge, JudgeUnavailable
 def test_it_judges_by_the_words_that_differ(a, b, verdict):
     assert HeuristicJudge().judge(a, b).verdict == verdict
     assert HeuristicJudge().judge(b, a).verdict == verdict
-
-
-class _Model(BaseHTTPRequestHandler):
-    answers: list = []
-    seen: list = []
-
-    def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append((self.path, self.headers.get("Authorization"), body))
-        status, text = type(self).answers.pop(0)
-        payload = json.dumps({"choices": [{"message": {"content": text}}]}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def model(settings):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    settings.CAIRN_JUDGE_URL = f"http://127.0.0.1:{server.server_port}/v1"
-    settings.CAIRN_JUDGE_MODEL = "tiny"
-    settings.CAIRN_JUDGE_API_KEY = "k-test"
-    settings.CAIRN_JUDGE_MAX_PER_MINUTE = 6000
-    _Model.answers, _Model.seen = [], []
-    yield _Model
-    server.shutdown()
 
 
 def test_it_asks_the_chat_model_and_reads_one_word(model):

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
-from django.conf import settings as django_settings
 
 from memory.knowledge.recall import knowledge_recall
 from memory.maintenance.judge import HeuristicJudge, JudgeUnavailable
 from memory.maintenance.reconcile import candidate_batch, reconcile_workspace
 from memory.models import AuditEvent, ConfidenceChange, JobRun, Knowledge, PairDecision, ReviewItem
 from memory.tasks import reconcile
-from tests.conftest import BASE_DIR, _worker_env
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory
 from tests.factories.maintenance import NEW_PG, OLD_PG, plant, state
@@ -147,30 +143,15 @@ def test_concurrent_runs_serialize(celery_worker_process):
     assert ReviewItem.objects.filter(workspace=workspace).count() == 1
 
 
-def _slow_worker(queue: str) -> subprocess.Popen:
-    env = _worker_env(django_settings.DATABASES["default"]["NAME"])
-    env.update(CAIRN_RECONCILE_BATCH="1", CAIRN_MAINTENANCE_STEP_DELAY_S="1.5")
-    log = open(BASE_DIR / "var" / f"test-worker-{queue}.log", "w")
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "cairn", "worker", "-Q", queue, "--pool", "solo"]
-        + ["--hostname", f"{queue}-{os.getpid()}@%h", "--without-mingle", "--without-gossip"],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
 @pytest.mark.django_db(transaction=True)
-def test_a_killed_run_resumes_to_the_state_of_one_clean_run(celery_worker_process):
+def test_a_killed_run_resumes_to_the_state_of_one_clean_run(celery_worker_process, slow_worker):
     clean, killed = WorkspaceFactory(), WorkspaceFactory()
     plant(clean)
     plant(killed)
     reconcile.delay(None, clean.pk).get(timeout=90)
 
     queue = f"kill-{os.getpid()}"
-    worker = _slow_worker(queue)
+    worker = slow_worker(queue)
     try:
         run = JobRun.objects.create(kind="reconcile", workspace=killed)
         reconcile.apply_async(args=[run.pk, killed.pk], queue=queue)
