@@ -1,4 +1,5 @@
-"""Consolidate: old sessions become a summary note plus extracted items (SPEC section 7).
+"""Consolidate: old sessions become a summary note plus extracted items, and
+near-identical lessons merge (SPEC section 7; the lessons in ``merge.py``).
 
 A session is due when its last turn is ``CAIRN_CONSOLIDATE_IDLE_DAYS`` old, it has
 at least ``CAIRN_CONSOLIDATE_MIN_TURNS`` turns and some are not consolidated yet.
@@ -39,6 +40,7 @@ from memory.core.secrets import find_secret
 from memory.knowledge.dedup import normalised_words, overlap_coefficient
 from memory.knowledge.services import knowledge_remember
 from memory.maintenance.judge import JudgeUnavailable, chat_complete, chat_configured
+from memory.maintenance.merge import lesson_maintain
 from memory.maintenance.runs import run_checkpoint, run_resume_cursor, run_total
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -53,6 +55,7 @@ from memory.models import (
 
 ACTOR = Actor.system("consolidate")
 COUNT_KEYS = ("sessions", "turns", "summaries", "extracted", "deduplicated", "left_for_model")
+LESSON_KEYS = ("lessons_merged", "lesson_conflicts_queued")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # What a user says that is worth keeping beyond the session.
 _DURABLE = re.compile(
@@ -222,7 +225,7 @@ def consolidate_run(*, run: JobRun, now: datetime | None = None) -> dict:
     workspaces = Workspace.objects.order_by("pk")
     if run.workspace_id:
         workspaces = workspaces.filter(pk=run.workspace_id)
-    counts = dict.fromkeys(COUNT_KEYS, 0)
+    counts = dict.fromkeys(COUNT_KEYS + LESSON_KEYS, 0)
     due = [(ws, sid) for ws in workspaces for sid in sessions_due(workspace=ws, now=now)]
     run_total(run=run, total=len(due))
     done = 0
@@ -235,5 +238,9 @@ def consolidate_run(*, run: JobRun, now: datetime | None = None) -> dict:
         counts["sessions"] += 1
         step = {"workspace": workspace.pk, "session": session_id}
         run_checkpoint(run=run, cursor=step, counts=counts, done=done)
+    # Then near-identical lessons merge (cheap, idempotent: no cursor needed).
+    for workspace in workspaces:
+        for key, value in lesson_maintain(workspace=workspace).items():
+            counts[key] += value
     run.result = {**(run.result or {}), "cursor": None}
     return counts
