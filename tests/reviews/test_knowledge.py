@@ -9,9 +9,12 @@ from django.utils import timezone
 from memory.core.actors import Actor
 from memory.knowledge.services import knowledge_update
 from memory.lessons.decay import decay_run
+from memory.maintenance.judge import HeuristicJudge
+from memory.maintenance.reconcile import reconcile_workspace
 from memory.models import AuditEvent, ConfidenceChange, Knowledge
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory
+from tests.factories.maintenance import plant
 
 pytestmark = pytest.mark.django_db
 
@@ -336,3 +339,13 @@ def test_the_list_and_search_stay_bounded_at_10000_items(
     with django_assert_max_num_queries(7):
         hits = viewer.get("/knowledge/?q=service+number+42&top=50", **HX).context["hits"]
     assert len(hits) == 50
+
+
+def test_a_reconcile_decision_shows_in_both_items_history(viewer, workspace):
+    items = plant(workspace)
+    reconcile_workspace(workspace=workspace, judge=HeuristicJudge())
+    old, new = items["old_pg"], items["new_pg"]
+    for pk in (old.pk, new.pk):
+        html = viewer.get(f"/knowledge/{pk}/").content.decode()
+        assert '<span class="badge action">reconcile.decide</span>' in html
+        assert f"judged <b>contradiction</b> by heuristic: superseded, kept #{new.pk}" in html
