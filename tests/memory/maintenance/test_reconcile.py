@@ -10,9 +10,18 @@ import time
 import pytest
 
 from memory.knowledge.recall import knowledge_recall
+from memory.lessons.evidence import evidence_record
 from memory.maintenance.judge import HeuristicJudge, JudgeUnavailable
 from memory.maintenance.reconcile import candidate_batch, reconcile_workspace
-from memory.models import AuditEvent, ConfidenceChange, JobRun, Knowledge, PairDecision, ReviewItem
+from memory.models import (
+    AuditEvent,
+    ConfidenceChange,
+    Evidence,
+    JobRun,
+    Knowledge,
+    PairDecision,
+    ReviewItem,
+)
 from memory.tasks import reconcile
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory
@@ -174,3 +183,30 @@ def test_a_killed_run_resumes_to_the_state_of_one_clean_run(celery_worker_proces
     run.refresh_from_db()
     assert run.status == "failed" and "resumed" in run.error
     assert state(killed) == state(clean)
+
+
+def test_a_merged_duplicate_hands_over_its_uses_and_evidence(workspace):
+    items = plant(workspace)
+    weak, strong = items["dup_weak"], items["dup_strong"]
+    Knowledge.objects.filter(pk=weak.pk).update(use_count=3)
+    evidence_record(
+        workspace=workspace,
+        agent=None,
+        evidence_id="ev-weak",
+        kind="self_report",
+        target_type="knowledge",
+        target_id=weak.pk,
+    )
+    uses = Knowledge.objects.get(pk=weak.pk).use_count  # 3, and the self-report's use
+    reconcile_workspace(workspace=workspace, judge=HeuristicJudge())
+    strong.refresh_from_db()
+    assert uses >= 3 and strong.use_count == uses and strong.confidence == 0.7
+    assert Evidence.objects.get(evidence_id="ev-weak").target_id == strong.pk
+
+
+def test_it_is_on_beat():
+    from cairn import settings as prod_settings
+
+    schedule = prod_settings.CELERY_BEAT_SCHEDULE
+    assert schedule["reconcile"]["task"] == "memory.tasks.reconcile"
+    assert schedule["consolidate"]["task"] == "memory.tasks.consolidate"
