@@ -88,5 +88,6 @@ urlpatterns = [
     ),
     path("erasures/", erasures.ErasureStartApi.as_view(), name="erasures"),
     path("erasures/preview/", erasures.ErasurePreviewApi.as_view(), name="erasures_preview"),
+    path("jobs/", jobs.JobStartApi.as_view(), name="jobs"),
     path("jobs/<int:job_id>/", jobs.JobApi.as_view(), name="job"),
 ]

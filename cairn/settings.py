@@ -359,6 +359,43 @@ CELERY_BEAT_SCHEDULE["maintenance"] = {
 }
 
 
+# --- maintenance: reconcile, consolidate, merge (SPEC section 7, issue 14) -------
+# Candidate pairs: cosine above this, found through the HNSW index (never all pairs).
+CAIRN_RECONCILE_SIMILARITY = envfloat("CAIRN_RECONCILE_SIMILARITY", 0.85)
+# Nearest neighbours asked of the index per item, and items per batch (one cursor step).
+CAIRN_RECONCILE_NEIGHBOURS = envint("CAIRN_RECONCILE_NEIGHBOURS", 8)
+CAIRN_RECONCILE_BATCH = envint("CAIRN_RECONCILE_BATCH", 200)
+CAIRN_RECONCILE_EF_SEARCH = envint("CAIRN_RECONCILE_EF_SEARCH", 40)
+# At most this many pairs judged per run (a model judge is slow); the rest wait.
+CAIRN_RECONCILE_MAX_PAIRS = envint("CAIRN_RECONCILE_MAX_PAIRS", 5000)
+# The older side of an agent-vs-agent contradiction: confidence x this (ledger, cause reconcile).
+CAIRN_RECONCILE_CONTRADICTION_FACTOR = envfloat("CAIRN_RECONCILE_CONTRADICTION_FACTOR", 0.7)
+# Tests slow a job down to kill its worker mid-run; 0 in production.
+CAIRN_MAINTENANCE_STEP_DELAY_S = envfloat("CAIRN_MAINTENANCE_STEP_DELAY_S", 0.0)
+# Optional OpenAI-compatible chat model for judging pairs and writing summaries.
+CAIRN_JUDGE_URL = envstr("CAIRN_JUDGE_URL", "")
+CAIRN_JUDGE_MODEL = envstr("CAIRN_JUDGE_MODEL", "")
+CAIRN_JUDGE_API_KEY = os.environ.get("CAIRN_JUDGE_API_KEY", "")
+CAIRN_JUDGE_TIMEOUT_S = envfloat("CAIRN_JUDGE_TIMEOUT_S", 20.0)
+CAIRN_JUDGE_MAX_PER_MINUTE = envint("CAIRN_JUDGE_MAX_PER_MINUTE", 60)
+# Sessions idle this long with at least this many turns are consolidated.
+CAIRN_CONSOLIDATE_IDLE_DAYS = envint("CAIRN_CONSOLIDATE_IDLE_DAYS", 14)
+CAIRN_CONSOLIDATE_MIN_TURNS = envint("CAIRN_CONSOLIDATE_MIN_TURNS", 5)
+CAIRN_CONSOLIDATE_MAX_TURNS = envint("CAIRN_CONSOLIDATE_MAX_TURNS", 40)  # turns per summary
+CAIRN_CONSOLIDATE_SUMMARY_SENTENCES = 3
+# Lessons on one operation and scope this similar (text) merge into one.
+CAIRN_LESSON_MERGE_SIMILARITY = envfloat("CAIRN_LESSON_MERGE_SIMILARITY", 0.9)
+CAIRN_LESSON_MERGE_EVIDENCE_IDS = 10  # the merged lesson keeps the count plus this many ids
+CELERY_BEAT_SCHEDULE["reconcile"] = {
+    "task": "memory.tasks.reconcile",
+    "schedule": envint("CAIRN_RECONCILE_EVERY_S", 6 * 3600),
+}
+CELERY_BEAT_SCHEDULE["consolidate"] = {
+    "task": "memory.tasks.consolidate",
+    "schedule": envint("CAIRN_CONSOLIDATE_EVERY_S", 24 * 3600),
+}
+
+
 # --- skills and learned deltas (SPEC section 6) --------------------------------
 CAIRN_SKILL_MD_MAX_CHARS = envint("CAIRN_SKILL_MD_MAX_CHARS", 65536)
 # Tier-3 bodies: a preference body, or an example's input + output.

@@ -11,6 +11,8 @@ from memory.backfill import embed_backfill_run
 from memory.core.jobs import job_recorded
 from memory.lessons.decay import decay_run
 from memory.lessons.services import lesson_caps_enforce
+from memory.maintenance.consolidate import consolidate_run
+from memory.maintenance.reconcile import reconcile_run
 from memory.models import JobRun, Workspace
 from memory.privacy.erasure import erasure_job
 from memory.privacy.exports import export_job
@@ -29,16 +31,22 @@ def heartbeat(run_id: int | None = None) -> int:
         return run.pk
 
 
+# Jobs over every workspace take one lock, whether beat or an admin's "run now" started them.
+GLOBAL_LOCK = "job:{}:*"
+
+
 def _workspace(workspace_id: int | None):
 
     return Workspace.objects.get(pk=workspace_id) if workspace_id else None
 
 
-def _counted_run(task, *, kind: str, count, run_id: int | None, workspace=None, skipped=None):
+def _counted_run(
+    task, *, kind: str, count, run_id: int | None, workspace=None, skipped=None, lock=None
+):
     """Run ``count(run)`` inside ``task``'s JobRun of ``kind`` and record what it returns
     as the run's counts: the run's id, or ``skipped`` when the run does not go ahead."""
     with job_recorded(
-        kind=kind, workspace=workspace, run_id=run_id, task_id=task.request.id or ""
+        kind=kind, workspace=workspace, run_id=run_id, task_id=task.request.id or "", lock=lock
     ) as run:
         if run is None:
             return skipped
@@ -76,7 +84,12 @@ def skills_consolidate(run_id: int | None = None, workspace_id: int | None = Non
 def decay(run_id: int | None = None) -> int:
     """Daily (beat): idle-time decay of lessons and knowledge; safe to run twice."""
     return _counted_run(
-        decay, kind="decay", run_id=run_id, count=lambda run: decay_run(), skipped=0
+        decay,
+        kind="decay",
+        run_id=run_id,
+        count=lambda run: decay_run(),
+        skipped=0,
+        lock=GLOBAL_LOCK.format("decay"),
     )
 
 
@@ -89,6 +102,7 @@ def maintenance(run_id: int | None = None) -> int:
         run_id=run_id,
         count=lambda run: lesson_caps_enforce(),
         skipped=0,
+        lock=GLOBAL_LOCK.format("maintenance"),
     )
 
 
@@ -101,6 +115,7 @@ def embed_backfill(run_id: int | None = None) -> int:
         run_id=run_id,
         count=lambda run: embed_backfill_run(run=run),
         skipped=0,
+        lock=GLOBAL_LOCK.format("embed_backfill"),
     )
 
 
@@ -146,4 +161,38 @@ def erasure_run(run_id: int, selector: dict) -> int | None:
 @shared_task(name="memory.tasks.prune")
 def prune(run_id: int | None = None) -> int | None:
     """Delete raw history, job runs, audit events and replays past their retention."""
-    return _counted_run(prune, kind="prune", run_id=run_id, count=lambda run: retention_prune())
+    return _counted_run(
+        prune,
+        kind="prune",
+        run_id=run_id,
+        count=lambda run: retention_prune(),
+        lock=GLOBAL_LOCK.format("prune"),
+    )
+
+
+@shared_task(name="memory.tasks.reconcile")
+def reconcile(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
+    """Merge duplicates, supersede contradictions, queue what people must settle.
+
+    Resumable: a run after a killed worker continues from the last checkpoint."""
+    workspace = _workspace(workspace_id)
+    return _counted_run(
+        reconcile,
+        kind="reconcile",
+        workspace=workspace,
+        run_id=run_id,
+        count=lambda run: reconcile_run(run=run),
+    )
+
+
+@shared_task(name="memory.tasks.consolidate")
+def consolidate(run_id: int | None = None, workspace_id: int | None = None) -> int | None:
+    """Old sessions become summary notes and extracted items; turns marked consolidated."""
+    workspace = _workspace(workspace_id)
+    return _counted_run(
+        consolidate,
+        kind="consolidate",
+        workspace=workspace,
+        run_id=run_id,
+        count=lambda run: consolidate_run(run=run),
+    )

@@ -30,6 +30,7 @@ urlpatterns = [
     path("agents/tokens/<int:pk>/revoke/", agents.agents_token_revoke, name="agents_token_revoke"),
     path("jobs/", jobs.jobs, name="jobs"),
     path("jobs/<int:pk>/", jobs.jobs_detail, name="jobs_detail"),
+    path("jobs/run/<str:kind>/", jobs.jobs_run, name="jobs_run"),
     path("audit/", audit.audit, name="audit"),
     path("lessons/", lessons.lessons, name="lessons"),
     path("lessons/<int:pk>/", lessons.lessons_detail, name="lessons_detail"),

@@ -78,6 +78,19 @@ class RememberResult:
     overlap: float | None = None
 
 
+# Lists naming where an item came from: a duplicate keeps both sides' (erasure by
+# session must still find an item two consolidated sessions wrote).
+_PROVENANCE_LISTS = ("sessions", "turn_ids")
+
+
+def _provenance_union(old: dict, new: dict) -> dict:
+    merged = {}
+    for key in _PROVENANCE_LISTS:
+        if isinstance(old.get(key), list) and isinstance(new.get(key), list):
+            merged[key] = list(dict.fromkeys([*old[key], *new[key]]))
+    return merged
+
+
 def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberResult:
     _scope_lock(workspace, prepared)
     duplicate = _find_duplicate(workspace, prepared, actor)
@@ -93,6 +106,7 @@ def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberR
         item.metadata = {
             **item.metadata,
             **prepared.metadata,
+            **_provenance_union(item.metadata, prepared.metadata),
             "dedup_count": int(item.metadata.get("dedup_count", 0)) + 1,
         }
         if prepared.due_at is not None and prepared.due_at != item.due_at:

@@ -125,6 +125,7 @@ class SupersedeReason(models.TextChoices):
     DEMOTED = "demoted"  # a global lesson moved back to one project
     REVERSED = "reversed"  # a passed outcome showed the opposite preference
     DUPLICATE = "duplicate"  # an equivalent live lesson already existed
+    MERGED = "merged"  # a near-identical lesson on the same operation and scope absorbed it
 
 
 class Lesson(models.Model):
@@ -168,6 +169,9 @@ class Lesson(models.Model):
     retired_by = models.CharField(max_length=8, choices=RetiredBy.choices, blank=True, default="")
     retired_reason = models.CharField(max_length=300, blank=True, default="")
     retired_at = models.DateTimeField(null=True, blank=True)
+    # Set by the lesson merge: {"count": evidence rows, "latest": up to 10 outcome ids,
+    # "merged_from": lesson ids}; bounded however many lessons it absorbed.
+    merged_evidence = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -40,6 +40,7 @@ class ReviewResolution(models.TextChoices):
     KEEP_A = "keep_a", "Keep A"
     KEEP_B = "keep_b", "Keep B"
     KEEP_BOTH = "keep_both", "Keep both"
+    EDIT = "edit", "Edit into one"
 
 
 class ReviewTargetType(models.TextChoices):

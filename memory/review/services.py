@@ -17,8 +17,8 @@ from cairn.errors import ApplicationError, NotFoundError
 from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.knowledge.selectors import knowledge_lineage
-from memory.knowledge.services import knowledge_forget
-from memory.lessons.lifecycle import lesson_retire
+from memory.knowledge.services import knowledge_forget, knowledge_update
+from memory.lessons.lifecycle import lesson_edit, lesson_retire
 from memory.lessons.selectors import lesson_head
 from memory.models import (
     Knowledge,
@@ -145,21 +145,55 @@ def _drop(*, target_type: str, target_id: int, workspace: Workspace, actor: Acto
     )
 
 
+def _edit_into_one(*, item: ReviewItem, text: str, actor: Actor, reason: str) -> None:
+    """A's current version is rewritten to ``text`` (a new version, as any person's
+    edit), then B is dropped as in "keep A"."""
+    workspace = item.workspace
+    model = _MODELS[item.a_type]
+    row = model.objects.filter(workspace=workspace, pk=item.a_id).first()
+    if row is None:
+        raise ApplicationError(
+            "A was erased; keep B or keep both instead.", fields={"resolution": ["A is gone"]}
+        )
+    if item.a_type == ReviewTargetType.LESSON:
+        lesson_edit(lesson=lesson_head(lesson=row), actor=actor, text=text, reason=reason)
+    else:
+        knowledge_update(
+            workspace=workspace,
+            item_id=knowledge_lineage(item=row)[-1].pk,
+            actor=actor,
+            changes={"content": text},
+            reason=reason,
+        )
+    _drop(
+        target_type=item.b_type,
+        target_id=item.b_id,
+        workspace=workspace,
+        actor=actor,
+        reason=reason,
+    )
+
+
 @transaction.atomic
 def review_item_resolve(
-    *, item: ReviewItem, resolution: str, actor: Actor, reason: str
+    *, item: ReviewItem, resolution: str, actor: Actor, reason: str, text: str = ""
 ) -> ReviewItem:
     """A person settles an open item.
 
     1. Lock it; an item already resolved answers as it is (a double click is harmless).
     2. ``keep_a`` retires (or archives) B, ``keep_b`` A, through their services as a
-       person's decision; ``keep_both`` changes neither.
+       person's decision; ``keep_both`` changes neither; ``edit`` rewrites A into
+       ``text`` (a new version) and drops B.
     3. Record the resolution on the item and in the audit log.
     """
     if resolution not in ReviewResolution.values:
         raise ApplicationError(
-            "Choose keep A, keep B or keep both.", fields={"resolution": ["unknown"]}
+            "Choose keep A, keep B, keep both or edit into one.",
+            fields={"resolution": ["unknown"]},
         )
+    text = str(text or "").strip()
+    if resolution == ReviewResolution.EDIT and not text:
+        raise ApplicationError("Write the one text that replaces both.", fields={"text": ["blank"]})
     reason = " ".join(str(reason).split())[:REASON_MAX_CHARS]
     if not reason:
         raise ApplicationError(
@@ -186,6 +220,8 @@ def review_item_resolve(
             actor=actor,
             reason=why,
         )
+    elif resolution == ReviewResolution.EDIT:
+        _edit_into_one(item=item, text=text, actor=actor, reason=why)
     item.status = ReviewItemStatus.RESOLVED
     item.resolution = resolution
     item.resolved_by = actor.label[:200]

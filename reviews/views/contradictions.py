@@ -1,5 +1,6 @@
 """The contradictions queue: pairs the reconcile job could not settle on its own
-(a side sealed or written by a person). A reviewer keeps A, B or both."""
+(a side sealed, pinned or written by a person). A reviewer sees both sides with
+their evidence and history and keeps A, B or both, or edits them into one."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from memory.models import ReviewItemStatus, ReviewResolution
 from memory.review.selectors import (
     REVIEW_ITEM_ORDER,
     review_item_get,
+    review_item_history,
     review_item_list,
     review_item_targets,
 )
@@ -37,6 +39,7 @@ def contradictions(request):
     )
     page = paginate(request, queryset, ordering=REVIEW_ITEM_ORDER)
     review_item_targets(workspace=request.workspace, items=page.items)
+    review_item_history(workspace=request.workspace, items=page.items)
     context = {
         "page": page,
         "status": status,
@@ -65,6 +68,7 @@ def contradictions_resolve(request, pk: int, resolution: str):
                 resolution=resolution,
                 actor=actor_for(request),
                 reason=form.cleaned_data["reason"],
+                text=request.POST.get("text", ""),
             )
             messages.success(
                 request, f"Item {item.pk} resolved: {item.get_resolution_display().lower()}."
@@ -76,5 +80,6 @@ def contradictions_resolve(request, pk: int, resolution: str):
             messages.error(request, error)
         return redirect_back("reviews:contradictions")
     review_item_targets(workspace=request.workspace, items=[item])
+    review_item_history(workspace=request.workspace, items=[item])
     context = {"item": item, "errors": {resolution: error} if error else {}}
     return render_action(request, f"{TEMPLATE}#item", context, status=422 if error else 200)

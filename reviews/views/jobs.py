@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import Http404
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from cairn.health import check_workers
 from memory.core.selectors import (
@@ -16,9 +17,10 @@ from memory.core.selectors import (
     job_run_kinds,
     job_run_list,
 )
-from memory.models import JobRun
-from reviews.access import require_role
-from reviews.htmx import render_page, wants_fragment
+from memory.maintenance.runnow import RUNNABLE_JOBS, job_run_now
+from memory.models import JobRun, Role
+from reviews.access import actor_for, require_role
+from reviews.htmx import redirect_back, render_page, wants_fragment
 from reviews.pagination import paginate
 
 
@@ -31,17 +33,11 @@ def _workers_answering() -> int:
     return count
 
 
-@require_role("viewer")
-@require_GET
-def jobs(request):
-    kind = request.GET.get("kind", "").strip()[:64]
-    status = request.GET.get("status", "")
-    if status not in JobRun.Status.values:
-        status = ""
-    queryset = job_run_list(workspace=request.workspace, kind=kind, status=status)
+def _list_context(request, *, kind: str = "", status: str = "") -> dict:
     workspace = request.workspace
+    queryset = job_run_list(workspace=workspace, kind=kind, status=status)
     page = paginate(request, queryset, ordering=JOB_RUN_ORDER)
-    context = {
+    return {
         **_common(),
         "page": page,
         # Nothing ran yet: ask the workers (one ping, only in this rare case) so the
@@ -54,8 +50,36 @@ def jobs(request):
         "kinds": lambda: job_run_kinds(workspace=workspace),
         "statuses": JobRun.Status.choices,
         "list_url": reverse("reviews:jobs"),
+        # Admins may start any job now; the buttons are not shown to others.
+        "runnable": RUNNABLE_JOBS.values() if request.membership.allows(Role.ADMIN) else (),
     }
+
+
+@require_role("viewer")
+@require_GET
+def jobs(request):
+    kind = request.GET.get("kind", "").strip()[:64]
+    status = request.GET.get("status", "")
+    if status not in JobRun.Status.values:
+        status = ""
+    context = _list_context(request, kind=kind, status=status)
     return render_page(request, "reviews/jobs.html", context, partial="rows")
+
+
+@require_role("admin")
+@require_POST
+def jobs_run(request, kind: str):
+    """An admin's "Run now": queue the job (one queued run per kind) and show it."""
+    if kind not in RUNNABLE_JOBS:
+        raise Http404("No such job kind.")
+    run, created = job_run_now(kind=kind, workspace=request.workspace, actor=actor_for(request))
+    if created:
+        messages.success(request, f"{kind} queued as run #{run.pk}.")
+    else:
+        messages.info(request, f"{kind} is already queued as run #{run.pk}.")
+    if not wants_fragment(request):
+        return redirect_back("reviews:jobs")
+    return render_page(request, "reviews/jobs.html", _list_context(request), partial="rows")
 
 
 @require_role("viewer")

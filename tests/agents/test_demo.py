@@ -4,9 +4,12 @@ import pytest
 from django.core.management import call_command
 
 from memory.models import (
+    ConversationTurn,
+    JobRun,
     Knowledge,
     Lesson,
     Outcome,
+    ReviewItem,
     SituationLesson,
     SkillDelta,
     TurnRecovery,
@@ -55,3 +58,22 @@ def test_it_loads_once_and_populates_the_queues(capsys):
     call_command("cairn_demo")
     assert "already loaded" in capsys.readouterr().out
     assert Outcome.objects.filter(workspace=workspace).count() == 7
+
+
+def test_it_leaves_a_contradiction_to_settle_and_a_consolidated_session():
+    call_command("cairn_demo")
+    workspace = Workspace.objects.get(name="demo")
+    item = ReviewItem.objects.get(workspace=workspace, status="open")
+    sides = Knowledge.objects.filter(pk__in=[item.a_id, item.b_id])
+    assert sorted(k.source for k in sides) == ["agent", "user"]
+    assert all("Production deploys" in k.content for k in sides)
+    newer = Knowledge.objects.get(workspace=workspace, content__contains="PostgreSQL 16")
+    older = Knowledge.objects.get(workspace=workspace, content__contains="PostgreSQL 14")
+    assert older.superseded_by_id == newer.pk
+    summary = Knowledge.objects.get(workspace=workspace, source="consolidation")
+    assert summary.category == "note" and summary.metadata["sessions"] == ["demo-billing-move"]
+    assert not ConversationTurn.objects.filter(
+        workspace=workspace, session_id="demo-billing-move", consolidated_at__isnull=True
+    ).exists()
+    kinds = set(JobRun.objects.filter(workspace=workspace).values_list("kind", "status"))
+    assert {("reconcile", "succeeded"), ("consolidate", "succeeded")} <= kinds

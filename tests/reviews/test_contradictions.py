@@ -2,9 +2,13 @@
 
 import pytest
 
-from memory.models import AuditEvent, Lesson, LessonState, ReviewItem
+from memory.lessons.evidence import evidence_record
+from memory.maintenance.judge import HeuristicJudge
+from memory.maintenance.reconcile import reconcile_workspace
+from memory.models import AuditEvent, Knowledge, Lesson, LessonState, ReviewItem
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.lessons import KnowledgeFactory, LessonFactory
+from tests.factories.maintenance import AGENT_VS_PERSON, PERSON, plant
 from tests.factories.review import ReviewItemFactory
 
 pytestmark = pytest.mark.django_db
@@ -157,15 +161,73 @@ def test_the_queue_stays_bounded_at_10000_items(viewer, workspace, django_assert
         batch_size=2_000,
     )
     viewer.get("/contradictions/")
-    # session, user, membership, page, its lessons, nav counters (3), memberships
-    with django_assert_max_num_queries(9):
+    # session, user, membership, page, its lessons, nav counters (3), memberships,
+    # both sides' ledger and audit history (one query each for the page)
+    with django_assert_max_num_queries(11):
         response = viewer.get("/contradictions/")
     page = response.context["page"]
     assert len(page) == 50 and all(item.a is not None for item in page)
     query = page.next_query
     for _ in range(5):
-        # session, user, membership, page, its lessons
-        with django_assert_max_num_queries(5):
+        # session, user, membership, page, its lessons, its sides' ledger and history
+        with django_assert_max_num_queries(7):
             page = viewer.get(f"/contradictions/{query}", **HX).context["page"]
         query = page.next_query
     assert len(page) == 50
+
+
+# --- filled by the reconcile job; edit into one -----------------------------------------
+
+
+def _reconciled(workspace):
+    items = plant(workspace)
+    reconcile_workspace(workspace=workspace, judge=HeuristicJudge())
+    return items, ReviewItem.objects.get(workspace=workspace)
+
+
+def test_a_reconcile_item_shows_each_sides_evidence_and_history(viewer, workspace):
+    items, review = _reconciled(workspace)
+    evidence_record(
+        workspace=workspace,
+        target_type="knowledge",
+        target_id=items["agent_vs_person"].pk,
+        kind="user_confirmed",
+        evidence_id="ev-1",
+        agent=None,
+    )
+    html = viewer.get("/contradictions/").content.decode()
+    card = html[html.index(f'id="item-{review.pk}"') :]
+    assert PERSON in card and AGENT_VS_PERSON in card and "by a person" in card
+    assert card.count("<code>reconcile.decide</code>") == 2  # in both sides' history
+    assert "judged <b>contradiction</b> by heuristic" in card
+    assert "evidence · user_confirmed" in card and "0.50 → 0.65" in card
+    assert f'href="/knowledge/{items["person"].pk}/"' in card
+
+
+def test_edit_into_one_writes_a_new_version_and_archives_the_other(reviewer, workspace):
+    items, review = _reconciled(workspace)
+    url = f"/contradictions/{review.pk}/edit/"
+    response = reviewer.post(url, {"reason": "both half right"}, **HX)
+    assert response.status_code == 422 and "Write the one text" in response.content.decode()
+    merged = "The nightly backup job writes to bucket cairn-backups-v2"
+    response = reviewer.post(url, {"reason": "bucket was renamed", "text": merged}, **HX)
+    assert response.status_code == 200 and "edit into one" in response.content.decode()
+    review.refresh_from_db()
+    assert (review.status, review.resolution) == ("resolved", "edit")
+    a, b = (Knowledge.objects.get(pk=review.a_id), Knowledge.objects.get(pk=review.b_id))
+    new = Knowledge.objects.get(pk=a.superseded_by_id)
+    assert new.content == merged and new.source == "user" and new.superseded_by_id is None
+    assert b.status == "archived"
+    assert AuditEvent.objects.filter(action="review.resolve", target_id=str(review.pk)).exists()
+
+
+def test_edit_into_one_rewrites_a_lesson(reviewer, item):
+    response = reviewer.post(
+        f"/contradictions/{item.pk}/edit/",
+        {"reason": "v2 everywhere", "text": "Use compose v2 for every service."},
+        **HX,
+    )
+    assert response.status_code == 200
+    a, b = Lesson.objects.get(pk=item.a_id), Lesson.objects.get(pk=item.b_id)
+    assert Lesson.objects.get(pk=a.superseded_by_id).text == "Use compose v2 for every service."
+    assert b.state == LessonState.RETIRED

@@ -3,7 +3,7 @@
 import pytest
 from django.utils import timezone
 
-from memory.models import JobRun
+from memory.models import AuditEvent, JobRun
 from tests.factories.core import JobRunFactory
 from tests.factories.identity import WorkspaceFactory
 
@@ -213,3 +213,40 @@ def test_the_empty_state_of_a_running_stack_does_not_ask_to_start_it(
     html = viewer.get("/jobs/").content.decode()
     assert "worker answered just now" in html or "workers answered just now" in html
     assert "make run" not in html and "no worker answered" not in html
+
+
+# --- Run now (admins) -------------------------------------------------------------------
+
+
+def test_run_now_is_for_admins_only(viewer, member_client, workspace):
+    assert 'data-testid="run-reconcile"' not in viewer.get("/jobs/").content.decode()
+    assert viewer.post("/jobs/run/reconcile/").status_code == 403
+    reviewer = member_client(workspace=workspace, role="reviewer")
+    assert reviewer.post("/jobs/run/reconcile/").status_code == 403
+    assert not JobRun.objects.exists()
+
+
+def test_run_now_queues_the_job_and_shows_it(member_client, workspace):
+    admin = member_client(workspace=workspace, role="admin")
+    html = admin.get("/jobs/").content.decode()
+    assert 'data-testid="run-reconcile"' in html and 'data-testid="run-consolidate"' in html
+    response = admin.post("/jobs/run/reconcile/")
+    assert response.status_code == 303 and response["Location"] == "/jobs/"
+    run = JobRun.objects.get()
+    assert (run.kind, run.status, run.workspace) == ("reconcile", "queued", workspace)
+    assert AuditEvent.objects.filter(action="job.run_now", target_id=str(run.pk)).exists()
+    # As htmx: the rows come back with the run (already queued: not queued twice).
+    response = admin.post("/jobs/run/reconcile/", **HX)
+    html = response.content.decode()
+    assert response.status_code == 200 and html.lstrip().startswith('<div id="rows"')
+    assert f'id="job-{run.pk}"' in html and "already queued" in html
+    assert JobRun.objects.count() == 1
+    assert admin.post("/jobs/run/format_disk/").status_code == 404
+    assert admin.get("/jobs/run/reconcile/").status_code == 405
+
+
+def test_run_now_needs_the_csrf_token(member_client, workspace, client):
+    admin = member_client(workspace=workspace, role="admin")
+    admin.handler.enforce_csrf_checks = True
+    assert admin.post("/jobs/run/decay/").status_code == 403
+    assert not JobRun.objects.exists()

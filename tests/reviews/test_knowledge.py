@@ -9,9 +9,12 @@ from django.utils import timezone
 from memory.core.actors import Actor
 from memory.knowledge.services import knowledge_update
 from memory.lessons.decay import decay_run
+from memory.maintenance.judge import HeuristicJudge
+from memory.maintenance.reconcile import reconcile_workspace
 from memory.models import AuditEvent, ConfidenceChange, Knowledge
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory
+from tests.factories.maintenance import plant
 
 pytestmark = pytest.mark.django_db
 
@@ -360,3 +363,13 @@ def test_a_viewer_cannot_confirm_an_item(viewer, host):
     host.refresh_from_db()
     assert host.confidence == 0.5
     assert not ConfidenceChange.objects.filter(target_id=host.pk).exists()
+
+
+def test_a_reconcile_decision_shows_in_both_items_history(viewer, workspace):
+    items = plant(workspace)
+    reconcile_workspace(workspace=workspace, judge=HeuristicJudge())
+    old, new = items["old_pg"], items["new_pg"]
+    for pk in (old.pk, new.pk):
+        html = viewer.get(f"/knowledge/{pk}/").content.decode()
+        assert '<span class="badge action">reconcile.decide</span>' in html
+        assert f"judged <b>contradiction</b> by heuristic: superseded, kept #{new.pk}" in html

@@ -11,6 +11,7 @@ import json
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.test import Client
@@ -23,7 +24,8 @@ from memory.identity.services import (
     user_create,
     workspace_get_or_create,
 )
-from memory.models import Membership, Role, SkillDelta, TokenScope, Workspace
+from memory.knowledge.services import knowledge_remember
+from memory.models import ConversationTurn, Membership, Role, SkillDelta, TokenScope, Workspace
 from memory.skills.consent import delta_approve
 
 DEMO_WORKSPACE = "demo"
@@ -103,6 +105,7 @@ class Command(BaseCommand):
                 ("lessons", lambda: self.lessons(coder_harness)),
                 ("situations", lambda: self.situations(coder_harness)),
                 ("skills", lambda: self.skills(mail, workspace)),
+                ("maintenance", lambda: self.maintenance(coder, workspace)),
             ]
             for name, step in steps:
                 step()
@@ -521,6 +524,53 @@ class Command(BaseCommand):
                 "provenance": {"source": "user_instruction", "turns": ["sess_demo2#16"]},
             },
         )
+
+    def maintenance(self, coder: DemoClient, workspace: Workspace) -> None:
+        """A contradiction for a reviewer, and an old session consolidated into a note,
+        left by real reconcile and consolidate runs (visible under Job runs)."""
+        # A person's sealed item and an agent's item that disagree: reconcile must not
+        # decide (the agent's write is stored beside it, not over it).
+        knowledge_remember(
+            workspace=workspace,
+            actor=Actor.for_user(self._demo_reviewer(workspace)),
+            content="Production deploys happen on Tuesdays after the standup.",
+            context="work",
+            sealed=True,
+        )
+        coder.call(
+            "post",
+            "knowledge/",
+            {
+                "content": "Production deploys happen on Thursdays after the standup.",
+                "context": "work",
+            },
+        )
+        # Two agent items where the newer one wins by itself.
+        for content in (
+            "The staging database runs PostgreSQL 14 since the March upgrade.",
+            "The staging database runs PostgreSQL 16 since the October upgrade.",
+        ):
+            coder.call("post", "knowledge/", {"content": content, "context": "work"})
+        # A session from three weeks ago, never distilled.
+        script = [
+            ("user", "We need to move the billing service to the new cluster this sprint."),
+            ("assistant", "I checked the billing manifests; they still target the old cluster."),
+            ("user", "I prefer blue-green deploys for the billing service."),
+            ("assistant", "Blue-green is set up; the new cluster serves 10% of billing traffic."),
+            ("user", "Good, keep the old cluster warm until Friday."),
+            ("assistant", "Noted: the old billing cluster stays up until Friday."),
+        ]
+        for index, (role, content) in enumerate(script):
+            coder.call(
+                "post",
+                "sessions/demo-billing-move/turns/",
+                {"role": role, "content": content, "turn_index": index},
+            )
+        ConversationTurn.objects.filter(workspace=workspace, session_id="demo-billing-move").update(
+            created_at=timezone.now() - timedelta(days=21)
+        )
+        for kind in ("reconcile", "consolidate"):
+            call_command("run_job", kind, "--workspace", workspace.name, stdout=self.stdout)
 
     def _demo_reviewer(self, workspace: Workspace):
 
