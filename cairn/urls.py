@@ -17,5 +17,6 @@ urlpatterns = [
     path("", include("reviews.urls")),
 ]
 
+handler400 = "cairn.errors.json_400_or_html"
 handler404 = "cairn.errors.json_404_or_html"
 handler500 = "cairn.errors.json_500_or_html"
