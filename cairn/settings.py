@@ -75,6 +75,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "cairn.guard.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -139,11 +140,14 @@ else:
 _has_db_index = REDIS_BASE_URL.rsplit("/", 1)[-1].isdigit() and REDIS_BASE_URL.count("/") > 2
 REDIS_URL = REDIS_BASE_URL if _has_db_index else f"{REDIS_BASE_URL}/{envint('CAIRN_REDIS_DB', 0)}"
 
+# Short socket timeouts everywhere Valkey is used: when it is down, requests fail
+# fast (503 with Retry-After, or served without the cache) instead of hanging.
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "cairn",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
     }
 }
 
@@ -155,7 +159,34 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# Publishing (POST /exports/, /erasures/) gives up after ~1 s when the broker is
+# down; the run is marked failed and the API answers 503 (memory.core.jobs).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.3,
+    "interval_max": 0.5,
+}
+# A task is acknowledged after it finishes (acks_late above); a message whose
+# worker died is redelivered after visibility_timeout. It must exceed the longest
+# job (a large erasure); the reaper (memory.tasks.jobs_reap) resumes runs sooner.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+    "visibility_timeout": envint("CAIRN_BROKER_VISIBILITY_TIMEOUT_S", 6 * 3600),
+}
 CELERY_RESULT_EXPIRES = 3600
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 5
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
+    "retry_policy": {
+        "max_retries": 2,
+        "interval_start": 0,
+        "interval_step": 0.3,
+        "interval_max": 0.5,
+    }
+}
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
@@ -296,6 +327,8 @@ CAIRN_TOOL_CALL_BATCH_MAX = 200
 CAIRN_TOOL_CALL_ERROR_MAX_CHARS = 2000
 CAIRN_TOOL_STATS_RECENT_ERRORS = 10
 CAIRN_METADATA_MAX_BYTES = 8192
+# JSON bodies nested deeper than this are refused before parsing (cairn/guard.py).
+CAIRN_JSON_MAX_DEPTH = 64
 
 
 # Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
@@ -413,7 +446,19 @@ CAIRN_ERASURE_TEXT_MAX_CHARS = 2000
 # waiting up to 5 s per table for concurrent transactions' locks.
 CAIRN_ERASURE_VACUUM_TRUNCATE = envbool("CAIRN_ERASURE_VACUUM_TRUNCATE", True)
 # Export records are read in chunks of this many rows.
-CAIRN_EXPORT_CHUNK = 500
+CAIRN_EXPORT_CHUNK = envint("CAIRN_EXPORT_CHUNK", 500)
+# The reaper (memory.tasks.jobs_reap): on every worker start and on beat, a
+# `running` run whose task no live worker is executing (and that started more than
+# GRACE seconds ago) is resumed (erasure, export; at most MAX_RESUMES times) or
+# marked `interrupted`.
+CAIRN_REAPER_EVERY_S = envint("CAIRN_REAPER_EVERY_S", 120)
+CAIRN_REAPER_GRACE_S = envint("CAIRN_REAPER_GRACE_S", 10)
+CAIRN_REAPER_INSPECT_S = envfloat("CAIRN_REAPER_INSPECT_S", 2.0)
+CAIRN_REAPER_MAX_RESUMES = 5
+CELERY_BEAT_SCHEDULE["jobs-reap"] = {
+    "task": "memory.tasks.jobs_reap",
+    "schedule": CAIRN_REAPER_EVERY_S,
+}
 CELERY_BEAT_SCHEDULE["prune"] = {
     "task": "memory.tasks.prune",
     "schedule": envint("CAIRN_PRUNE_EVERY_S", 3600),
