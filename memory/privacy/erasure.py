@@ -29,6 +29,7 @@ from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.jobs import job_enqueue, job_progress, job_run_create
 from memory.core.locks import advisory_lock_blocking
+from memory.core.valkey import valkey_aof_rewrite
 from memory.models import (
     ErasureReceipt,
     ErasureSelector,
@@ -402,8 +403,9 @@ def erasure_execute(
     2. Re-check every step up to CAIRN_ERASURE_VERIFY_PASSES times for rows that
        matched while the job ran; anything still matching is reported, never hidden.
     3. Forget cached effective skills of agents whose deltas went, delete export
-       files of the workspace (they may hold erased rows), and VACUUM the tables
-       touched (outside any transaction, on its own autocommit connection).
+       files of the workspace (they may hold erased rows), VACUUM the tables
+       touched (outside any transaction, on its own autocommit connection), and
+       rewrite Valkey's append-only file so deleted keys leave the disk too.
     """
     plan = Plan(workspace=workspace, selector=selector)
     preview = erasure_preview(workspace=workspace, selector=selector)
@@ -433,7 +435,9 @@ def erasure_execute(
         "export_files": export_files_forget(workspace=workspace),
     }
     counts = dict(sorted(tally.counts.items()))
-    vacuum = vacuum_tables(labels=[*counts, "memory.ErasureSelector"])
+    vacuum = vacuum_tables(labels=list(counts))
+    # Deleted cache keys stay in Valkey's append-only file until it is rewritten.
+    effects["valkey_aof_rewritten"] = valkey_aof_rewrite()
     effects["vacuumed"] = vacuum["vacuumed"]
     effects["vacuum_skipped_busy"] = vacuum["skipped"]
     effects["rebuilt"] = dict(sorted(tally.rebuilt.items()))
@@ -538,6 +542,7 @@ def erasure_job(*, run: JobRun, message: dict | None = None) -> dict:
         )
         raise
     ErasureSelector.objects.filter(job_run=run).delete()
+    vacuum_tables(labels=["memory.ErasureSelector"])  # its value leaves the table files too
     receipt.refresh_from_db()
     # A resumed run previewed only what was left: the earlier attempts' rows count too.
     preview = defaultdict(int, done_before)
