@@ -18,5 +18,6 @@ urlpatterns = [
 ]
 
 handler400 = "cairn.errors.json_400_or_html"
+handler403 = "reviews.session.forbidden"
 handler404 = "cairn.errors.json_404_or_html"
 handler500 = "cairn.errors.json_500_or_html"
