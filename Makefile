@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test install lint format bench stop status clean-var
+.PHONY: run test install lint format bench stop status clean-var backup restore
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,15 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m cairn.embedded run -- $(PY) bench/run_all.py
+
+# `make backup` writes backups/cairn-<stamp>.tar (database dump + secret key);
+# `make restore FILE=backups/cairn-....tar` restores it over the configured database.
+backup: $(STAMP)
+	$(PY) -m cairn.backup backup $(FILE)
+
+restore: $(STAMP)
+	@test -n "$(FILE)" || { echo "usage: make restore FILE=backups/cairn-....tar"; exit 2; }
+	$(PY) -m cairn.backup restore $(FILE)
 
 status: $(STAMP)
 	$(PY) -m cairn.embedded status

@@ -221,7 +221,11 @@ def _start_valkey(previous_port: int | None) -> dict:
 
 
 def _port_free(port: int) -> bool:
+    """Free to listen on, as Valkey does (SO_REUSEADDR): connections to the stopped
+    server left in TIME_WAIT must not push it to a new port, which the running web
+    and worker processes would not know about."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

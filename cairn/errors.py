@@ -5,8 +5,15 @@
 
 from __future__ import annotations
 
+import sys
+
+from django import db
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
+from django.template import loader
+from kombu.exceptions import OperationalError as BrokerError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -84,8 +91,14 @@ _CODES = {
 
 def api_exception_handler(exc, context):
     headers = {}
+    if (part := outage_of(exc)) is not None:
+        exc = ServiceUnavailable(part)
     if isinstance(exc, ApplicationError):
-        return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
+        if exc.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
+            headers["Retry-After"] = str(RETRY_AFTER_S)
+        return Response(
+            error_body(exc.code, exc.message, exc.fields), status=exc.status_code, headers=headers
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -117,20 +130,84 @@ def json_500(request):
     )
 
 
-def _wants_json(request) -> bool:
+def wants_json(request) -> bool:
     return request.path.startswith("/api/") or request.path.startswith("/healthz")
 
 
+# --- a part is down: 503 with Retry-After, never a 500 --------------------------------
+
+RETRY_AFTER_S = 5
+
+
+_OUTAGES = (
+    db.OperationalError,
+    db.InterfaceError,
+    BrokerError,
+    RedisConnectionError,
+    RedisTimeoutError,
+)
+
+
+def outage_of(exc: BaseException | None) -> str | None:
+    """ "database" or "broker" when ``exc`` (or what caused it) is a service being down."""
+    seen = 0
+    while exc is not None and seen < 5:
+        if isinstance(exc, _OUTAGES):
+            return "database" if isinstance(exc, db.Error) else "broker"
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+_OUTAGE_MESSAGES = {
+    "database": "The database is not reachable; nothing was changed. Retry in a few seconds.",
+    "broker": "The job queue and cache (Valkey) are not reachable; a job asked for was not "
+    "started (its run is marked failed). Retry in a few seconds.",
+}
+
+
+class ServiceUnavailable(ApplicationError):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+
+    def __init__(self, part: str, **kwargs):
+        kwargs.setdefault("code", f"{part}_unavailable")
+        super().__init__(_OUTAGE_MESSAGES[part], **kwargs)
+
+
+def unavailable_response(request, part: str):
+    exc = ServiceUnavailable(part)
+    if wants_json(request):
+        response = JsonResponse(error_body(exc.code, exc.message), status=503)
+    else:
+        # Rendered without the request: context processors would query the database.
+        html = loader.get_template("503.html").render({"part": part})
+        response = HttpResponse(html, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
 def json_404_or_html(request, exception=None):
-    if _wants_json(request):
+    if wants_json(request):
         return json_404(request, exception)
     from django.views.defaults import page_not_found
 
     return page_not_found(request, exception)
 
 
+def json_400_or_html(request, exception=None):
+    if wants_json(request):
+        return JsonResponse(error_body("bad_request", "Bad request."), status=400)
+    from django.views.defaults import bad_request
+
+    return bad_request(request, exception)
+
+
 def json_500_or_html(request):
-    if _wants_json(request):
+    """Django's last resort. A database or broker outage is a 503, not a 500."""
+    part = outage_of(sys.exc_info()[1])
+    if part is not None:
+        return unavailable_response(request, part)
+    if wants_json(request):
         return json_500(request)
     from django.views.defaults import server_error
 

@@ -69,12 +69,15 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "axes",
+    "csp",
     "memory",
     "agents",
     "reviews",
 ]
 
 MIDDLEWARE = [
+    "cairn.guard.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -84,7 +87,11 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "reviews.session.ExpiredSessionMiddleware",
     "agents.idempotency.IdempotencyMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "cairn.urls"
@@ -139,11 +146,14 @@ else:
 _has_db_index = REDIS_BASE_URL.rsplit("/", 1)[-1].isdigit() and REDIS_BASE_URL.count("/") > 2
 REDIS_URL = REDIS_BASE_URL if _has_db_index else f"{REDIS_BASE_URL}/{envint('CAIRN_REDIS_DB', 0)}"
 
+# Short socket timeouts everywhere Valkey is used: when it is down, requests fail
+# fast (503 with Retry-After, or served without the cache) instead of hanging.
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "cairn",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
     }
 }
 
@@ -155,7 +165,34 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# Publishing (POST /exports/, /erasures/) gives up after ~1 s when the broker is
+# down; the run is marked failed and the API answers 503 (memory.core.jobs).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.3,
+    "interval_max": 0.5,
+}
+# A task is acknowledged after it finishes (acks_late above); a message whose
+# worker died is redelivered after visibility_timeout. It must exceed the longest
+# job (a large erasure); the reaper (memory.tasks.jobs_reap) resumes runs sooner.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+    "visibility_timeout": envint("CAIRN_BROKER_VISIBILITY_TIMEOUT_S", 6 * 3600),
+}
 CELERY_RESULT_EXPIRES = 3600
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 5
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
+    "retry_policy": {
+        "max_retries": 2,
+        "interval_start": 0,
+        "interval_step": 0.3,
+        "interval_max": 0.5,
+    }
+}
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
@@ -170,10 +207,44 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out for AXES_COOLOFF_TIME hours,
+# even with the right password; a success resets the count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("CAIRN_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = envfloat("CAIRN_LOGIN_COOLOFF_HOURS", 0.25)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+
+# Content-Security-Policy (django-csp): scripts only from our own static files (no
+# inline script, no eval); styles from our files plus the inline width of the
+# confidence bars. The Swagger UI page ships inline scripts, so it is left out.
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/api/v1/docs/"],
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "reviews:dashboard"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
+CSRF_FAILURE_VIEW = "reviews.session.csrf_failure"
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
@@ -299,6 +370,8 @@ CAIRN_TOOL_CALL_BATCH_MAX = 200
 CAIRN_TOOL_CALL_ERROR_MAX_CHARS = 2000
 CAIRN_TOOL_STATS_RECENT_ERRORS = 10
 CAIRN_METADATA_MAX_BYTES = 8192
+# JSON bodies nested deeper than this are refused before parsing (cairn/guard.py).
+CAIRN_JSON_MAX_DEPTH = 64
 
 
 # Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
@@ -453,7 +526,19 @@ CAIRN_ERASURE_TEXT_MAX_CHARS = 2000
 # waiting up to 5 s per table for concurrent transactions' locks.
 CAIRN_ERASURE_VACUUM_TRUNCATE = envbool("CAIRN_ERASURE_VACUUM_TRUNCATE", True)
 # Export records are read in chunks of this many rows.
-CAIRN_EXPORT_CHUNK = 500
+CAIRN_EXPORT_CHUNK = envint("CAIRN_EXPORT_CHUNK", 500)
+# The reaper (memory.tasks.jobs_reap): on every worker start and on beat, a
+# `running` run whose task no live worker is executing (and that started more than
+# GRACE seconds ago) is resumed (erasure, export; at most MAX_RESUMES times) or
+# marked `interrupted`.
+CAIRN_REAPER_EVERY_S = envint("CAIRN_REAPER_EVERY_S", 120)
+CAIRN_REAPER_GRACE_S = envint("CAIRN_REAPER_GRACE_S", 10)
+CAIRN_REAPER_INSPECT_S = envfloat("CAIRN_REAPER_INSPECT_S", 2.0)
+CAIRN_REAPER_MAX_RESUMES = 5
+CELERY_BEAT_SCHEDULE["jobs-reap"] = {
+    "task": "memory.tasks.jobs_reap",
+    "schedule": CAIRN_REAPER_EVERY_S,
+}
 # The largest export file an admin may upload on the Export page (the command line
 # `manage.py import_export` has no limit).
 CAIRN_IMPORT_MAX_BYTES = envint("CAIRN_IMPORT_MAX_BYTES", 512 * 1024 * 1024)

@@ -17,5 +17,7 @@ urlpatterns = [
     path("", include("reviews.urls")),
 ]
 
+handler400 = "cairn.errors.json_400_or_html"
+handler403 = "reviews.session.forbidden"
 handler404 = "cairn.errors.json_404_or_html"
 handler500 = "cairn.errors.json_500_or_html"

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import timedelta
 
-from celery import shared_task
+from celery import current_app, shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.utils import timezone
 
 from memory.backfill import embed_backfill_run
 from memory.core.jobs import job_recorded
@@ -14,7 +18,7 @@ from memory.lessons.services import lesson_caps_enforce
 from memory.maintenance.consolidate import consolidate_run
 from memory.maintenance.reconcile import reconcile_run
 from memory.models import JobRun, Workspace
-from memory.privacy.erasure import erasure_job
+from memory.privacy.erasure import erasure_interrupted, erasure_job
 from memory.privacy.exports import export_job
 from memory.privacy.retention import retention_prune
 from memory.skills.jobs import delta_budget_enforce, delta_consolidate
@@ -124,6 +128,8 @@ def export_run(run_id: int) -> int | None:
     """Write an export file for a queued export run (SPEC sections 7 and 8)."""
 
     run = JobRun.objects.select_related("workspace").get(pk=run_id)
+    if run.status not in (JobRun.Status.QUEUED, JobRun.Status.RUNNING):
+        return None  # a redelivered message for a run that already finished
     with job_recorded(
         kind="export",
         workspace=run.workspace,
@@ -138,9 +144,10 @@ def export_run(run_id: int) -> int | None:
 
 
 @shared_task(name="memory.tasks.erasure_run")
-def erasure_run(run_id: int, selector: dict) -> int | None:
-    """Erase what ``selector`` reaches. The selector's value travels only in this
-    message: the database keeps its digest (SPEC principle 4)."""
+def erasure_run(run_id: int, selector: dict | None = None) -> int | None:
+    """Erase what the run's selector reaches. The message carries the run id only:
+    the value waits in an ErasureSelector row the job deletes (``selector`` is
+    accepted from messages queued before that change)."""
 
     run = JobRun.objects.select_related("workspace").get(pk=run_id)
     if run.status not in (JobRun.Status.QUEUED, JobRun.Status.RUNNING):
@@ -156,6 +163,65 @@ def erasure_run(run_id: int, selector: dict) -> int | None:
             return None
         erasure_job(run=run, message=selector)
         return run.pk
+
+
+# --- the reaper: runs whose worker died -------------------------------------------
+
+# Resumable kinds are sent again: erasure continues from what is left (its receipt
+# already counts what went), export writes its file again from the start.
+RESUMABLE = {"erasure": "memory.tasks.erasure_run", "export": "memory.tasks.export_run"}
+
+
+@shared_task(name="memory.tasks.jobs_reap")
+def jobs_reap() -> dict:
+    """Find ``running`` runs whose task no live worker is executing; resume or mark them.
+
+    Runs on every worker start (worker_ready) and on beat. A worker killed with
+    SIGKILL acks nothing and records nothing: its run stayed ``running`` forever
+    and its message waited out the broker's visibility timeout. When no worker
+    answers the inspection, nothing is touched (nobody can tell what is alive).
+    """
+    replies = current_app.control.inspect(timeout=settings.CAIRN_REAPER_INSPECT_S).active()
+    if not replies:
+        return {"inspected": 0}
+    alive = {task["id"] for tasks in replies.values() for task in tasks or []}
+    cutoff = timezone.now() - timedelta(seconds=settings.CAIRN_REAPER_GRACE_S)
+    out = {"inspected": len(replies), "resumed": 0, "interrupted": 0}
+    for run in JobRun.objects.filter(status=JobRun.Status.RUNNING, started_at__lt=cutoff):
+        if run.task_id and run.task_id in alive:
+            continue
+        task = RESUMABLE.get(run.kind)
+        attempts = int((run.result or {}).get("resumed", 0))
+        if task and attempts < settings.CAIRN_REAPER_MAX_RESUMES:
+            claimed = JobRun.objects.filter(pk=run.pk, status=JobRun.Status.RUNNING).update(
+                status=JobRun.Status.QUEUED,
+                result={**(run.result or {}), "resumed": attempts + 1},
+                error=f"Resumed after its worker stopped (attempt {attempts + 1}).",
+            )
+            if claimed:
+                current_app.send_task(task, args=[run.pk])
+                out["resumed"] += 1
+            continue
+        claimed = JobRun.objects.filter(pk=run.pk, status=JobRun.Status.RUNNING).update(
+            status=JobRun.Status.INTERRUPTED,
+            finished_at=timezone.now(),
+            error="Interrupted: its worker stopped mid-run (killed or restarted). "
+            + (
+                "It was resumed too many times; start it again."
+                if task
+                else "The next scheduled run does this work again."
+            ),
+        )
+        if claimed and run.kind == "erasure":
+            erasure_interrupted(run=run, reason="worker lost")
+        out["interrupted"] += claimed
+    return out
+
+
+@worker_ready.connect
+def _reap_on_worker_start(sender=None, **kwargs):
+    # Sent as a task, so this worker's main process is free to answer the inspection.
+    current_app.send_task("memory.tasks.jobs_reap", countdown=2)
 
 
 @shared_task(name="memory.tasks.prune")

@@ -87,3 +87,22 @@ def test_external_urls_start_nothing(var):
     assert body["started"] == []
     assert body["postgres"] == "external (DATABASE_URL)"
     assert not (var / "postgres").exists()
+
+
+def test_valkey_keeps_its_port_across_stop_and_start(var):
+    """Running web and worker processes know the old port: a new one would leave
+    them (and /healthz) broken until everything restarted."""
+    import socket
+
+    assert _embedded(var, "start").returncode == 0
+    port = json.loads((var / "valkey" / "state.json").read_text())["port"]
+    # Clients connected when the server stops leave its port in TIME_WAIT.
+    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+    for client in clients:
+        client.sendall(b"PING\r\n")
+        client.recv(16)
+    assert "valkey" in json.loads(_embedded(var, "stop").stdout)["stopped"]
+    for client in clients:
+        client.close()
+    assert _embedded(var, "start").returncode == 0
+    assert json.loads((var / "valkey" / "state.json").read_text())["port"] == port

@@ -83,9 +83,31 @@ def job_recorded(
         run.save(update_fields=["status", "finished_at", "counts", "result", "progress_done"])
 
 
-def job_enqueue(task_name: str, run: JobRun, *args) -> None:
+def job_run_fail(*, run: JobRun, error: str) -> None:
+    JobRun.objects.filter(pk=run.pk).update(
+        status=JobRun.Status.FAILED, error=error[:4000], finished_at=timezone.now()
+    )
+    run.status = JobRun.Status.FAILED
+    run.error = error[:4000]
+
+
+def job_enqueue(task_name: str, run: JobRun, *args, on_refused=None) -> None:
     """Send the task ``task_name(run.pk, *args)`` once the current transaction commits.
 
     By name, so services never import ``memory.tasks`` (which sits above every
-    domain and imports their services)."""
-    transaction.on_commit(lambda: current_app.send_task(task_name, args=[run.pk, *args]))
+    domain and imports their services). When the broker refuses (down, or not
+    answering within the short publish timeouts in settings), the run is marked
+    failed at once (and ``on_refused`` marks what else waits on it), then the
+    broker's error propagates: the API maps it to a 503 with Retry-After, so
+    nothing stays ``queued`` forever."""
+
+    def send():
+        try:
+            current_app.send_task(task_name, args=[run.pk, *args])
+        except Exception as exc:
+            job_run_fail(run=run, error=f"Not started: the job queue (broker) refused it: {exc}")
+            if on_refused is not None:
+                on_refused()
+            raise
+
+    transaction.on_commit(send)

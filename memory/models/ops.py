@@ -14,6 +14,7 @@ class JobStatus(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     SKIPPED = "skipped", "Skipped"  # another run held the lock
+    INTERRUPTED = "interrupted", "Interrupted"  # its worker died; the reaper says so
 
 
 class JobRun(models.Model):

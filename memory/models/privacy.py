@@ -12,7 +12,7 @@ from django.db.models import Q
 
 from memory.models.identity import Workspace
 
-__all__ = ["ErasureReceipt", "ErasureStatus"]
+__all__ = ["ErasureReceipt", "ErasureSelector", "ErasureStatus"]
 
 
 class ErasureStatus(models.TextChoices):
@@ -20,6 +20,7 @@ class ErasureStatus(models.TextChoices):
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
+    INTERRUPTED = "interrupted"  # its worker died and the job could not be resumed
 
 
 class ErasureReceipt(models.Model):
@@ -67,3 +68,22 @@ class ErasureReceipt(models.Model):
     @property
     def rows_deleted(self) -> int:
         return sum(self.counts.values())
+
+
+class ErasureSelector(models.Model):
+    """The selector's value while its erasure job is pending or running.
+
+    Kept here, not in the broker message: a message sits in Valkey's append-only
+    file long after the job (and in the broker for the visibility timeout when a
+    worker dies). The job deletes this row when it ends (and VACUUMs the table);
+    a resumed job reads it again.
+    """
+
+    job_run = models.OneToOneField(
+        "memory.JobRun", on_delete=models.CASCADE, related_name="erasure_selector"
+    )
+    kind = models.CharField(max_length=16)
+    value = models.TextField()
+
+    def __str__(self) -> str:
+        return f"erasure selector of run {self.job_run_id}"

@@ -216,6 +216,13 @@ def _entries() -> list[Table]:
             KEPT,
             "The proof of an erasure: counts per table and the selector's digest, no content.",
         ),
+        Table(
+            "memory.ErasureSelector",
+            KEPT,
+            "The selector's value only while its erasure job is pending or running (so it "
+            "never travels in a broker message); the job deletes it when it ends.",
+            workspace_path="job_run__workspace",
+        ),
         # ---- lessons and evidence (derived from outcomes, so before outcomes go)
         Table(
             "memory.Lesson",

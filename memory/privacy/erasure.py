@@ -29,8 +29,10 @@ from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.jobs import job_enqueue, job_progress, job_run_create
 from memory.core.locks import advisory_lock_blocking
+from memory.core.valkey import valkey_aof_rewrite
 from memory.models import (
     ErasureReceipt,
+    ErasureSelector,
     ErasureStatus,
     IdempotencyRecord,
     JobRun,
@@ -247,7 +249,8 @@ def erasure_request(
 
     1. ``confirm`` must be the workspace's name, typed (422 naming ``confirm``).
     2. The receipt and job run keep the selector's digest form only; the value
-       itself travels in the task message and is never stored.
+       waits in an ErasureSelector row that the job deletes when it ends (the
+       broker message carries the run id only).
     3. The request is audited before anything is deleted.
     """
     if selector.kind not in ERASURE_SELECTORS:
@@ -278,8 +281,16 @@ def erasure_request(
         reason=reason,
         details={"selector": form, "job_run": run.pk},
     )
-    message = {"kind": selector.kind, "value": selector.value}
-    job_enqueue("memory.tasks.erasure_run", run, message)
+    # The value waits in a row the job deletes, never in the broker message.
+    ErasureSelector.objects.create(job_run=run, kind=selector.kind, value=selector.value)
+
+    def refused():
+        ErasureSelector.objects.filter(job_run=run).delete()
+        ErasureReceipt.objects.filter(pk=receipt.pk).update(
+            status=ErasureStatus.FAILED, finished_at=timezone.now()
+        )
+
+    job_enqueue("memory.tasks.erasure_run", run, on_refused=refused)
     return receipt
 
 
@@ -287,11 +298,16 @@ def erasure_request(
 
 
 class _Tally:
-    def __init__(self, run: JobRun | None, total: int):
+    """What the job has deleted so far. With a run, every ``add`` is written to the
+    run (progress) and its receipt (counts per table) in the caller's transaction,
+    i.e. the same one as the batch it counts: after a crash, the receipt says
+    exactly what is gone, and a resumed job starts from those counts."""
+
+    def __init__(self, run: JobRun | None, total: int, counts: dict[str, int] | None = None):
         self.run = run
-        self.total = total
-        self.done = 0
-        self.counts: dict[str, int] = defaultdict(int)
+        self.counts: dict[str, int] = defaultdict(int, counts or {})
+        self.done = sum(self.counts.values())
+        self.total = self.done + total
         self.agents_with_deltas: set[int] = set()
         self.rebuilt: dict[str, int] = defaultdict(int)
 
@@ -302,6 +318,9 @@ class _Tally:
                 self.done += n
         if self.run is not None:
             job_progress(run=self.run, done=min(self.done, self.total), total=self.total)
+            ErasureReceipt.objects.filter(job_run=self.run).update(
+                counts=dict(sorted(self.counts.items()))
+            )
 
 
 def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tally) -> None:
@@ -334,7 +353,7 @@ def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tal
             _, deleted = _idempotency_quoting(workspace, quotes).delete()
             for label, n in deleted.items():
                 counts[label] += n
-    tally.add(counts)
+        tally.add(counts)  # in the batch's transaction: counts and rows go together
 
 
 def _run_step(workspace: Workspace, plan: Plan, step: Step, tally: _Tally) -> None:
@@ -351,7 +370,8 @@ def _run_step(workspace: Workspace, plan: Plan, step: Step, tally: _Tally) -> No
                 raise RuntimeError(f"erasure step {step.name} made no progress")
             previous = owners
             for label, pk in owners:
-                tally.add(derivation.rebuild(plan=plan, label=label, pk=pk))
+                with transaction.atomic():
+                    tally.add(derivation.rebuild(plan=plan, label=label, pk=pk))
                 tally.rebuilt[label] += 1
             continue
         ids = list(step.rows().order_by("pk").values_list("pk", flat=True)[:batch])
@@ -369,7 +389,13 @@ def _left(plan: Plan, step: Step) -> int:
     return step.rows().count()
 
 
-def erasure_execute(*, workspace: Workspace, selector: Selector, run: JobRun | None = None) -> dict:
+def erasure_execute(
+    *,
+    workspace: Workspace,
+    selector: Selector,
+    run: JobRun | None = None,
+    done: dict[str, int] | None = None,
+) -> dict:
     """Erase everything ``selector`` reaches in ``workspace``; returns the receipt body.
 
     1. Preview (for the progress total), then run every step in batches until
@@ -377,12 +403,13 @@ def erasure_execute(*, workspace: Workspace, selector: Selector, run: JobRun | N
     2. Re-check every step up to CAIRN_ERASURE_VERIFY_PASSES times for rows that
        matched while the job ran; anything still matching is reported, never hidden.
     3. Forget cached effective skills of agents whose deltas went, delete export
-       files of the workspace (they may hold erased rows), and VACUUM the tables
-       touched (outside any transaction, on its own autocommit connection).
+       files of the workspace (they may hold erased rows), VACUUM the tables
+       touched (outside any transaction, on its own autocommit connection), and
+       rewrite Valkey's append-only file so deleted keys leave the disk too.
     """
     plan = Plan(workspace=workspace, selector=selector)
     preview = erasure_preview(workspace=workspace, selector=selector)
-    tally = _Tally(run, preview.total)
+    tally = _Tally(run, preview.total, done)
     steps = erasure_steps(plan)
     with advisory_lock_blocking(f"erasure:{workspace.pk}"):
         for step in steps:
@@ -416,6 +443,8 @@ def erasure_execute(*, workspace: Workspace, selector: Selector, run: JobRun | N
     }
     counts = dict(sorted(tally.counts.items()))
     vacuum = vacuum_tables(labels=list(counts))
+    # Deleted cache keys stay in Valkey's append-only file until it is rewritten.
+    effects["valkey_aof_rewritten"] = valkey_aof_rewrite()
     effects["vacuumed"] = vacuum["vacuumed"]
     effects["vacuum_skipped_busy"] = vacuum["skipped"]
     effects["rebuilt"] = dict(sorted(tally.rebuilt.items()))
@@ -485,17 +514,29 @@ def receipt_digest(receipt: ErasureReceipt) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def erasure_job(*, run: JobRun, message: dict) -> dict:
-    """The task body: mark the receipt running, erase, seal the receipt, audit."""
+def erasure_job(*, run: JobRun, message: dict | None = None) -> dict:
+    """The task body: mark the receipt running, erase, seal the receipt, audit.
+
+    Resumable: a run whose worker died is sent again (``memory.tasks.jobs_reap``);
+    the steps select what still matches, and the receipt's counts so far (written
+    with each batch) are carried on. The selector row goes when the job ends.
+    """
     workspace = run.workspace
     receipt = ErasureReceipt.objects.get(job_run=run)
     ErasureReceipt.objects.filter(pk=receipt.pk).update(
-        status=ErasureStatus.RUNNING, started_at=timezone.now()
+        status=ErasureStatus.RUNNING, started_at=receipt.started_at or timezone.now()
     )
+    if message is None:  # the value waits in its row (older messages carried it)
+        pending = ErasureSelector.objects.get(job_run=run)
+        message = {"kind": pending.kind, "value": pending.value}
     selector = selector_from_message(workspace=workspace, message=message)
+    done_before = dict(receipt.counts or {})
     try:
-        body = erasure_execute(workspace=workspace, selector=selector, run=run)
+        body = erasure_execute(
+            workspace=workspace, selector=selector, run=run, done=done_before or None
+        )
     except Exception:
+        ErasureSelector.objects.filter(job_run=run).delete()
         ErasureReceipt.objects.filter(pk=receipt.pk).update(
             status=ErasureStatus.FAILED, finished_at=timezone.now()
         )
@@ -507,8 +548,14 @@ def erasure_job(*, run: JobRun, message: dict) -> dict:
             target_id=receipt.pk,
         )
         raise
+    ErasureSelector.objects.filter(job_run=run).delete()
+    vacuum_tables(labels=["memory.ErasureSelector"])  # its value leaves the table files too
     receipt.refresh_from_db()
-    receipt.preview = body["preview"]["counts"]
+    # A resumed run previewed only what was left: the earlier attempts' rows count too.
+    preview = defaultdict(int, done_before)
+    for label, n in body["preview"]["counts"].items():
+        preview[label] += n
+    receipt.preview = dict(sorted(preview.items()))
     receipt.counts = body["counts"]
     receipt.effects = body["effects"]
     receipt.remaining = body["remaining"]
@@ -530,8 +577,21 @@ def erasure_job(*, run: JobRun, message: dict) -> dict:
         },
     )
     run.counts = receipt.counts
-    run.result = {"receipt": receipt.pk, "digest": receipt.digest, "remaining": receipt.remaining}
+    run.result = {
+        **(run.result or {}),  # "resumed": n, from the reaper
+        "receipt": receipt.pk,
+        "digest": receipt.digest,
+        "remaining": receipt.remaining,
+    }
     return body
+
+
+def erasure_interrupted(*, run: JobRun, reason: str) -> None:
+    """The reaper gave up on this run: the receipt says so (with what is gone so far)."""
+    ErasureSelector.objects.filter(job_run=run).delete()
+    ErasureReceipt.objects.filter(job_run=run, status__in=["queued", "running"]).update(
+        status=ErasureStatus.INTERRUPTED, finished_at=timezone.now()
+    )
 
 
 # --------------------------------------------------------------------------- rebuilds

@@ -369,6 +369,10 @@ def export_job(*, run: JobRun) -> None:
     fmt = run.params.get("format", "json")
     directory = export_dir(workspace)
     directory.mkdir(parents=True, exist_ok=True)
+    # A resumed run starts over: the partial file of an attempt whose worker died
+    # holds records too, and must not outlive it.
+    for stale in directory.glob(f"export-{run.pk}-*.part"):
+        stale.unlink(missing_ok=True)
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     name = f"export-{run.pk}-{selector.kind}-{stamp}.{fmt}"
     path = directory / name
@@ -385,6 +389,7 @@ def export_job(*, run: JobRun) -> None:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     run.counts = counts
     run.result = {
+        **(run.result or {}),  # "resumed": n, from the reaper
         "file": str(path.relative_to(settings.MEDIA_ROOT)),
         "bytes": path.stat().st_size,
         "sha256": digest,

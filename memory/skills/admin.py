@@ -29,6 +29,8 @@ from memory.skills.consent import (
 
 
 def _reviewed_workspaces(request) -> list[int]:
+    if not request.user.is_authenticated:  # the admin's own login page
+        return []
     return list(
         Membership.objects.filter(
             user=request.user, role__in=[Role.REVIEWER, Role.ADMIN]
@@ -46,6 +48,19 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         return self.has_module_permission(request)
+
+    def get_list_filter(self, request):
+        """Workspace filters offer only the workspaces whose rows this user may see
+        (Django's default lists every workspace's name)."""
+        filters = super().get_list_filter(request)
+        if request.user.is_superuser:
+            return filters
+        return [
+            (name, admin.RelatedOnlyFieldListFilter)
+            if isinstance(name, str) and name.split("__")[-1] == "workspace"
+            else name
+            for name in filters
+        ]
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)

@@ -9,6 +9,8 @@ import logging
 from django.conf import settings
 from django.core.cache import cache
 from pgvector.django import CosineDistance
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from cairn.errors import NotFoundError
 from memory.core.embedders import EmbeddingError
@@ -95,14 +97,23 @@ def effective_skill_resolve(
         return {**effective_skill_build(agent=agent, skill=skill, learned=False), "cached": False}
     key = _cache_key(agent=agent, skill=skill, session_id=session_id) if session_id else None
     if key:
-        hit = cache.get(key)
+        hit = _cache_call(cache.get, key)
         if hit is not None:
             return {**hit, "cached": True}
     built = effective_skill_build(agent=agent, skill=skill, learned=True, goal=goal)
     delta_usage_record(delta_ids=[entry["id"] for entry in built["applied"]])
     if key:
-        cache.set(key, built, timeout=settings.CAIRN_SKILL_SESSION_CACHE_S)
+        _cache_call(cache.set, key, built, timeout=settings.CAIRN_SKILL_SESSION_CACHE_S)
     return {**built, "cached": False}
+
+
+def _cache_call(method, *args, **kwargs):
+    """The session cache is an optimisation: when it is down, resolve without it."""
+    try:
+        return method(*args, **kwargs)
+    except (RedisConnectionError, RedisTimeoutError) as exc:
+        logger.warning("effective-skill cache unavailable, serving uncached: %s", exc)
+        return None
 
 
 LEARNED_HEADING = "## Learned adjustments"

@@ -39,14 +39,15 @@
 
   const FAILURES = {
     400: "The server could not read that request.",
-    403: "Your role in this workspace does not allow that.",
+    403: "That is not allowed here. Reload the page and try again.",
     404: "Not found: it may have been removed, or belong to another workspace.",
     405: "That action is not allowed here.",
   };
 
   document.addEventListener("htmx:responseError", function (event) {
     const status = event.detail.xhr.status;
-    const message = FAILURES[status] || "Something went wrong (" + status + "). Nothing was changed; try again.";
+    // The server says what happened (stale security token, role) in X-Cairn-Message.
+    const message = event.detail.xhr.getResponseHeader("X-Cairn-Message") || FAILURES[status] || "Something went wrong (" + status + "). Nothing was changed; try again.";
     showToast(message, "error");
   });
   document.addEventListener("htmx:sendError", function () {

@@ -9,7 +9,9 @@ so a run is reproducible; raise FUZZ_EXAMPLES locally for a longer hunt.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 
 import pytest
 import schemathesis
@@ -78,3 +80,57 @@ def test_no_operation_answers_5xx(case, fuzz_auth):
         f"query={case.query!r}\nbody={case.body!r}\n{response.text[:2000]}"
     )
     case.validate_response(response, checks=[not_a_server_error])
+
+
+# --- hostile input the generators rarely produce -------------------------------------
+# Every operation in the schema, with a NUL in each path parameter, a lone surrogate or
+# a NUL in every body property, and a body nested 1,000 deep: 4xx in the error shape.
+
+HOSTILE_VALUES = ["\ud800", "\x00", "ok\udfffok"]
+
+
+def _operations():
+    raw = schema.raw_schema
+    for path, item in raw["paths"].items():
+        for method, operation in item.items():
+            if method in {"get", "post", "put", "patch", "delete"}:
+                yield path, method, operation
+
+
+def _body_properties(operation) -> list[str]:
+    content = (operation.get("requestBody") or {}).get("content", {})
+    ref = content.get("application/json", {}).get("schema", {}).get("$ref", "")
+    if not ref:
+        return []
+    component = schema.raw_schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+    return sorted(component.get("properties", {}))
+
+
+OPERATIONS = sorted(_operations(), key=lambda op: (op[0], op[1]))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("path", "method", "operation"), OPERATIONS, ids=lambda v: str(v)[:40])
+def test_hostile_input_is_a_4xx_in_the_error_shape(api, path, method, operation):
+    api.raise_request_exception = False
+    url = "/api/v1/" + path.removeprefix("/api/v1/")
+    responses = []
+    if "{" in url:
+        for name in re.findall(r"\{(\w+)\}", url):
+            responses.append(
+                ("nul-path", api.generic(method.upper(), url.replace(f"{{{name}}}", "a%00")))
+            )
+    concrete = re.sub(r"\{\w+\}", "1", url)
+    responses.append(("nul-query", api.generic(method.upper(), concrete + "?q=%00&format=%00")))
+    if method in {"post", "put", "patch"}:
+        deep = '{"a": ' * 1000 + "1" + "}" * 1000
+        responses.append(("deep", api.generic(method.upper(), concrete, deep, "application/json")))
+        for value in HOSTILE_VALUES:
+            body = {name: value for name in _body_properties(operation)} or {"x": value}
+            raw = json.dumps(body)
+            responses.append(
+                (repr(value), api.generic(method.upper(), concrete, raw, "application/json"))
+            )
+    for label, response in responses:
+        assert 400 <= response.status_code < 500, (label, response.status_code, response.content)
+        assert set(response.json()["error"]) == {"code", "message", "fields"}, label

@@ -337,3 +337,27 @@ def rows_of(bundle: Bundle, *, error_items: bool = True) -> dict[str, list[int]]
 
 def exists(label: str, pk: int) -> bool:
     return apps.get_model(label).objects.filter(pk=pk).exists()
+
+
+def disk_sweep(marker: str, *, extra_text: str = "") -> list[str]:
+    """Files under var/ (Valkey's append-only files and config, export files, worker
+    logs, the secret key...) that hold ``marker``, plus ``extra_text`` (captured
+    logs). PostgreSQL's own directory is left out: its write-ahead log holds every
+    insert until it is recycled (README, "Operating Cairn"); the database is swept
+    row by row with sql_sweep, after VACUUM."""
+    from cairn.embedded import var_dir
+
+    needle = marker.encode()
+    hits = []
+    root = var_dir()
+    for path in root.rglob("*"):
+        if not path.is_file() or path.is_relative_to(root / "postgres"):
+            continue
+        try:
+            if needle in path.read_bytes():
+                hits.append(str(path.relative_to(root)))
+        except OSError:
+            continue
+    if marker in extra_text:
+        hits.append("captured logs")
+    return hits

@@ -85,6 +85,7 @@ def test_it_erases_every_table_that_holds_free_text():
             "memory.AgentTool",
             "memory.AuditEvent",
             "memory.ErasureReceipt",
+            "memory.ErasureSelector",
             "memory.JobRun",
             "memory.SkillVersion",
             "memory.Workspace",

@@ -9,13 +9,21 @@ from django.db import connection
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.lessons.outcomes import outcome_record
-from memory.models import AuditEvent, ErasureReceipt, JobRun, Knowledge, Outcome
+from memory.models import (
+    AuditEvent,
+    ErasureReceipt,
+    ErasureSelector,
+    JobRun,
+    Knowledge,
+    Outcome,
+)
 from memory.privacy.erasure import erasure_request, receipt_digest
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.lessons import check, step
 from tests.factories.privacy import (
     EVERYTHING,
     bundle,
+    disk_sweep,
     new_marker,
     ready_agent,
     redis_sweep,
@@ -41,13 +49,17 @@ def _finished(receipt):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_erases_in_a_real_worker_and_leaves_a_receipt_without_content(celery_worker_process):
+def test_it_erases_in_a_real_worker_and_leaves_a_receipt_without_content(
+    celery_worker_process, caplog
+):
     workspace = WorkspaceFactory()
     workspace_ready(workspace)
     marker = new_marker()
     agent = ready_agent(workspace, "worker-agent")
     erased = bundle(agent=agent, name="e", marker=marker, marked=EVERYTHING)
     kept = bundle(agent=agent, name="k")
+    # Planted on disk too: the cached effective skill's write is in the append-only file.
+    assert _wait_for(lambda: any("appendonly" in hit for hit in disk_sweep(marker)), timeout=10)
 
     receipt = erasure_request(
         workspace=workspace,
@@ -76,8 +88,14 @@ def test_it_erases_in_a_real_worker_and_leaves_a_receipt_without_content(celery_
     assert marker not in str(receipt.selector)
     assert AuditEvent.objects.filter(action="erasure.complete", target_id=str(receipt.pk)).exists()
     assert sql_sweep(marker) == {}
-    # The task message carried the value; once acknowledged, the broker forgets it.
-    assert _wait_for(lambda: redis_sweep(marker) == [], timeout=20)
+    # The value waited in a row the job deleted; the message carried the run id only.
+    assert redis_sweep(marker) == []
+    assert not ErasureSelector.objects.filter(job_run=run).exists()
+    # Nor on disk: Valkey's append-only file was rewritten after the cache keys
+    # (a rendered effective skill quoting the delta) went; worker logs, export
+    # files and the rest of var/ hold nothing either, and neither do our own logs.
+    assert receipt.effects["valkey_aof_rewritten"] is True
+    assert disk_sweep(marker, extra_text=caplog.text) == []
     for label, pks in rows_of(kept).items():
         assert all(_exists(label, pk) for pk in pks), label
     assert not Knowledge.objects.filter(pk__in=erased.knowledge).exists()
