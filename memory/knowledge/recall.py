@@ -10,7 +10,6 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memory.core.embedders import EmbeddingError, validate_vector
@@ -23,7 +22,6 @@ from memory.core.validation import (
 from memory.knowledge.selectors import _json
 from memory.models import (
     CONTENT_MAX_CHARS,
-    Knowledge,
     Workspace,
 )
 
@@ -411,12 +409,39 @@ def knowledge_recall(
     return RecallResult(top_k=top_k, hits=hits)
 
 
+_MARK_USED_SQL = """
+    WITH free AS (
+        SELECT id FROM memory_knowledge
+        WHERE workspace_id = %(workspace_id)s AND id = ANY(%(ids)s)
+        ORDER BY id
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE memory_knowledge k
+    SET use_count = k.use_count + 1, last_used_at = %(now)s
+    FROM free WHERE k.id = free.id
+"""
+
+
 def knowledge_mark_used(
     *, workspace: Workspace, item_ids: list[int], now: datetime | None = None
 ) -> int:
-    """Refresh recency and the use count. Confidence and updated_at stay as they are."""
+    """Refresh recency and the use count. Confidence and updated_at stay as they are.
+
+    Never waits for a row lock, so concurrent recalls with overlapping hits (and
+    batch writes holding rows) cannot deadlock with it: rows are taken in id order
+    with ``SKIP LOCKED``; a row another transaction holds at that instant is left
+    alone (its use is a hint for decay, and the holder is usually another recall
+    marking the same row). Returns the number of rows marked.
+    """
     if not item_ids:
         return 0
-    return Knowledge.objects.filter(workspace=workspace, pk__in=item_ids).update(
-        use_count=F("use_count") + 1, last_used_at=now or timezone.now()
-    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            _MARK_USED_SQL,
+            {
+                "workspace_id": workspace.pk,
+                "ids": sorted({int(i) for i in item_ids}),
+                "now": now or timezone.now(),
+            },
+        )
+        return cursor.rowcount
