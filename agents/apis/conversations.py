@@ -164,8 +164,9 @@ class ConversationSearchApi(APIView):
     @extend_schema(
         operation_id="conversations_search",
         summary="Search past conversations (full text, ranked snippets)",
-        description="Turns matching every word rank first; when none match every word, turns "
-        "matching any word are returned (`mode: any`).",
+        description="Turns matching every word rank first (`mode: all`); the page is filled "
+        "up to `limit` with turns matching any word (`-word` exclusions still hold). "
+        "`mode: any` when no turn matches every word. `count` counts every match.",
         parameters=[ConversationSearchParams],
         responses={
             200: inline_serializer(

@@ -107,7 +107,8 @@ def test_search_finds_turns_with_ranked_snippets(api):
     response = api.get("/api/v1/conversations/search/", {"q": "postgres migration"})
     assert response.status_code == 200
     body = response.json()
-    assert body["mode"] == "all" and body["count"] == 1
+    # The all-word match ranks first; the any-word match fills the page after it.
+    assert body["mode"] == "all" and body["count"] == 2
     hit = body["results"][0]
     assert hit["id"] == best.pk
     assert "**postgres**" in hit["snippet"].lower() and "**migration**" in hit["snippet"].lower()
@@ -119,6 +120,32 @@ def test_search_falls_back_to_any_word(api):
     TurnFactory(workspace=ws, content="The migration ran overnight")
     body = api.get("/api/v1/conversations/search/", {"q": "postgres migration"}).json()
     assert body["mode"] == "any" and body["count"] == 2
+
+
+def test_search_fills_the_page_with_any_word_matches_after_all_word_ones(api):
+    ws = api.agent.workspace
+    both = TurnFactory(workspace=ws, session_id="s1", content="tennis racket restring")
+    partial = [
+        TurnFactory(workspace=ws, session_id=f"s{i}", content=f"my racket number {i}")
+        for i in range(2, 6)
+    ]
+    TurnFactory(workspace=ws, session_id="s9", content="racket sports and tennis elbow -- no")
+    TurnFactory(workspace=ws, content="unrelated lunch plans")
+    body = api.get(
+        "/api/v1/conversations/search/", {"q": "tennis racket restring", "limit": 5}
+    ).json()
+    ids = [r["id"] for r in body["results"]]
+    assert body["mode"] == "all" and ids[0] == both.pk
+    assert len(ids) == 5 and body["count"] == 6
+    assert set(ids[1:]) <= {p.pk for p in partial} | {ids[1]}
+
+
+def test_search_fill_keeps_exclusions(api):
+    ws = api.agent.workspace
+    TurnFactory(workspace=ws, content="postgres backup done")
+    kept = TurnFactory(workspace=ws, content="the migration ran overnight")
+    body = api.get("/api/v1/conversations/search/", {"q": "migration postgres -backup"}).json()
+    assert [r["id"] for r in body["results"]] == [kept.pk]
 
 
 def test_search_is_paginated_and_filtered(api):
