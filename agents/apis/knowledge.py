@@ -64,6 +64,9 @@ class KnowledgeOut(serializers.Serializer):
         help_text="Model of the stored vector; empty when the item has none yet."
     )
     created_at = serializers.DateTimeField()
+    observed_at = serializers.DateTimeField(
+        help_text="When it was said or seen (created_at unless the writer gave observed_at)."
+    )
     updated_at = serializers.DateTimeField()
     archived_at = serializers.DateTimeField(allow_null=True)
 
@@ -132,6 +135,12 @@ class RememberIn(StrictSerializer):
     )
     embedding = EmbeddingField()
     embedding_model = TextField(max_length=100, required=False, allow_blank=True, default="")
+    observed_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="When it was said or seen, for imported history (not in the future; "
+        "default now). Recall's time_from/time_to and recency use it.",
+    )
 
 
 def _remember_body(result) -> dict:

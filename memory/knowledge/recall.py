@@ -87,6 +87,7 @@ class RecallHit:
     due_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    observed_at: datetime
     vector_rank: int | None
     text_rank: int | None
     relevance: float
@@ -125,7 +126,7 @@ def _tsquery_sql(mode: str) -> str:
 
 _COLUMNS = (
     "k.id, k.content, k.category, k.domain, k.entity, k.context, k.sensitive, k.source, "
-    "k.confidence, k.metadata, k.due_at, k.created_at, k.updated_at"
+    "k.confidence, k.metadata, k.due_at, k.created_at, k.updated_at, k.observed_at"
 )
 
 
@@ -158,10 +159,10 @@ def recall_filters_sql(
         clauses.append("k.entity = %(entity)s")
         params["entity"] = entity
     if time_from is not None:
-        clauses.append("k.created_at >= %(time_from)s")
+        clauses.append("k.observed_at >= %(time_from)s")
         params["time_from"] = time_from
     if time_to is not None:
-        clauses.append("k.created_at <= %(time_to)s")
+        clauses.append("k.observed_at <= %(time_to)s")
         params["time_to"] = time_to
     return " AND ".join(clauses), params
 
@@ -234,7 +235,7 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
     SELECT {_COLUMNS}, f.vector_rank, f.text_rank, f.relevance,
            f.relevance + %(w_conf)s * k.confidence AS score
     FROM fused f JOIN memory_knowledge k ON k.id = f.id
-    ORDER BY score DESC, k.confidence DESC, k.id DESC
+    ORDER BY score DESC, k.confidence DESC, k.observed_at DESC, k.id DESC
     LIMIT %(top_k)s
     """
 
@@ -324,6 +325,7 @@ def knowledge_search(
             due_at,
             created_at,
             updated_at,
+            observed_at,
             vector_rank,
             text_rank,
             relevance,
@@ -344,6 +346,7 @@ def knowledge_search(
                 due_at=due_at,
                 created_at=created_at,
                 updated_at=updated_at,
+                observed_at=observed_at,
                 vector_rank=vector_rank,
                 text_rank=text_rank,
                 relevance=float(relevance),

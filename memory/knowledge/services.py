@@ -130,6 +130,7 @@ def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberR
         sealed=prepared.sealed,
         embedding=prepared.embedding,
         embedding_model=prepared.embedding_model,
+        **({"observed_at": prepared.observed_at} if prepared.observed_at else {}),
     )
     return RememberResult(item=item, created=True)
 
@@ -153,6 +154,7 @@ def knowledge_remember(
     sealed: bool = False,
     embedding: list[float] | None = None,
     embedding_model: str = "",
+    observed_at: datetime | None = None,
 ) -> RememberResult:
     """Store one item, or update the near-duplicate it repeats.
 
@@ -178,6 +180,7 @@ def knowledge_remember(
         sealed=sealed,
         embedding=embedding,
         embedding_model=embedding_model,
+        observed_at=observed_at,
     )
     _embed_missing([prepared])
     with transaction.atomic():
@@ -391,6 +394,7 @@ def _supersede(
             "operation_key",
             "pinned",
             "sealed",
+            "observed_at",
         )
     }
     fields.update(changes)

@@ -116,7 +116,7 @@ def test_recall_filters_by_context_plus_global(workspace):
 
 def test_recall_filters_by_category_entity_and_time(workspace):
     old = KnowledgeFactory(workspace=workspace, content="Sam likes tea", entity="person:sam")
-    Knowledge.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
+    Knowledge.objects.filter(pk=old.pk).update(observed_at=timezone.now() - timedelta(days=30))
     new = KnowledgeFactory(workspace=workspace, content="Sam likes coffee", entity="person:sam")
     note = KnowledgeFactory(
         workspace=workspace, content="Sam likes jazz", entity="person:sam", category="note"
