@@ -286,6 +286,10 @@ CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_ord
 CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
 # Dedup: Szymkiewicz–Simpson word overlap above this updates the existing item.
 CAIRN_DEDUP_OVERLAP = 0.8
+# ...and, when both items have a vector of one model, cosine similarity at least this.
+CAIRN_DEDUP_MIN_SIMILARITY = 0.8
+# A merged item keeps at most this many earlier sources in metadata["merged"].
+CAIRN_DEDUP_SOURCES_MAX = 20
 # Dedup looks only at this many candidates from each index (full-text, vector).
 CAIRN_DEDUP_CANDIDATES = 20
 # Lists, batches and conversation search.

@@ -8,6 +8,7 @@ and the jobs refuse the same things with the same errors.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +31,7 @@ from memory.core.validation import (
     check_text,
     prefix_fields,
 )
-from memory.knowledge.dedup import _find_duplicate
+from memory.knowledge.dedup import _find_duplicate, content_words, normalised_words
 from memory.knowledge.validation import (
     _FIELD_MAX,
     _check_category,
@@ -70,6 +71,31 @@ def _scope_lock(workspace: Workspace, prepared: _Prepared) -> None:
 # --------------------------------------------------------------------------- remember
 
 
+def merged_metadata(current: dict, prepared: _Prepared) -> dict:
+    """The stored item's metadata after a restatement merged into it.
+
+    Its own keys keep their values; keys only the newcomer has are added; the
+    newcomer's metadata, source and observed_at are appended to ``merged`` (the
+    newest CAIRN_DEDUP_SOURCES_MAX, within the metadata size cap), so a merge never
+    overwrites where an item came from. ``dedup_count`` counts every merge.
+    """
+    out = {**prepared.metadata, **current}
+    out.pop("merged", None)
+    source = {"source": prepared.source, "metadata": prepared.metadata}
+    if prepared.observed_at is not None:
+        source["observed_at"] = prepared.observed_at.isoformat()
+    merged = [*(current.get("merged") or []), source][-settings.CAIRN_DEDUP_SOURCES_MAX :]
+    out["dedup_count"] = int(current.get("dedup_count", 0)) + 1
+    while merged:
+        out["merged"] = merged
+        if len(json.dumps(out, ensure_ascii=False).encode()) <= settings.CAIRN_METADATA_MAX_BYTES:
+            break
+        merged = merged[1:]
+    else:
+        out.pop("merged", None)
+    return out
+
+
 @dataclass(frozen=True)
 class RememberResult:
     item: Knowledge
@@ -83,18 +109,16 @@ def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberR
     duplicate = _find_duplicate(workspace, prepared, actor)
     if duplicate is not None:
         item, overlap = duplicate
-        # The newer wording is assumed to be more current; the row, its confidence and
-        # its history stay. Sensitivity only ever widens.
-        item.content = prepared.content
-        item.embedding = prepared.embedding
-        item.embedding_model = prepared.embedding_model
-        item.domain = prepared.domain or item.domain
+        # Nothing is lost: the fuller wording stays (the newer one when it says at least
+        # as much), the row keeps its confidence and history, every source is kept in
+        # metadata["merged"], and sensitivity only ever widens.
+        if content_words(prepared.words) >= content_words(normalised_words(item.content)):
+            item.content = prepared.content
+            item.embedding = prepared.embedding
+            item.embedding_model = prepared.embedding_model
+        item.domain = item.domain or prepared.domain
         item.sensitive = item.sensitive or prepared.sensitive
-        item.metadata = {
-            **item.metadata,
-            **prepared.metadata,
-            "dedup_count": int(item.metadata.get("dedup_count", 0)) + 1,
-        }
+        item.metadata = merged_metadata(item.metadata, prepared)
         if prepared.due_at is not None and prepared.due_at != item.due_at:
             item.due_at = prepared.due_at
             item.reminded_at = None

@@ -156,3 +156,94 @@ def test_error_items_dedup_by_operation_key(workspace, as_agent):
     )
     assert second.deduplicated_into == first.item.pk
     assert Knowledge.objects.filter(category="error").count() == 1
+
+
+# --------------------------------------------------------------------------- never lose content
+
+NEAR_MISSES = [
+    ("I bought a red tennis racket yesterday", "I bought a blue tennis racket yesterday"),
+    (
+        "The deploy takes 5 minutes on the big runner",
+        "The deploy takes 50 minutes on the big runner",
+    ),
+    ("We met Anna at the cafe near the office", "We met Maria at the cafe near the office"),
+    ("The release is planned for Monday at noon", "The release is planned for Friday at noon"),
+    ("Standup moved to ten in the small room", "Standup moved to eleven in the small room"),
+    (
+        "Caroline went to the support group in May 2023",
+        "Caroline went to the support group in June 2023",
+    ),
+    ("She has two dogs and a cat at home", "She has three dogs and a cat at home"),
+    ("My sister loves hiking in the mountains", "My brother loves hiking in the mountains"),
+    (
+        "The build cache lives on the NAS in rack four",
+        "The build cache lives on the SAN in rack four",
+    ),
+]
+
+
+def test_near_misses_are_never_merged(workspace, as_agent):
+    for a, b in NEAR_MISSES:
+        first = knowledge_remember(workspace=workspace, actor=as_agent, content=a)
+        second = knowledge_remember(workspace=workspace, actor=as_agent, content=b)
+        assert first.created and second.created, (a, b)
+    stored = set(Knowledge.objects.values_list("content", flat=True))
+    assert stored == {text for pair in NEAR_MISSES for text in pair}
+
+
+def test_near_misses_in_one_batch_are_never_merged(workspace, as_agent):
+    items = [{"content": text} for pair in NEAR_MISSES for text in pair]
+    results = knowledge_remember_many(workspace=workspace, actor=as_agent, items=items)
+    assert all(r.created for r in results)
+    assert Knowledge.objects.count() == len(items)
+
+
+def test_transcript_turns_are_never_merged(workspace, as_agent):
+    items = [
+        {"content": "Yes, I love it so much!", "metadata": {"dia_id": "D1:3"}},
+        {"content": "Yes, I love it so much!", "metadata": {"dia_id": "D4:7"}},
+        {"content": "Wow, that sounds great", "metadata": {"kind": "turn"}},
+        {"content": "Wow, that sounds really great", "metadata": {"kind": "turn"}},
+    ]
+    results = knowledge_remember_many(workspace=workspace, actor=as_agent, items=items)
+    assert all(r.created for r in results)
+
+
+def test_a_merge_keeps_every_source_and_the_fuller_wording(workspace, as_agent):
+    first = knowledge_remember(
+        workspace=workspace,
+        actor=as_agent,
+        content="Sarah likes green tea in the morning",
+        metadata={"session": "s1", "note": "first"},
+    )
+    second = knowledge_remember(
+        workspace=workspace,
+        actor=as_agent,
+        content="Sarah likes green tea",
+        metadata={"session": "s2", "extra": "x"},
+    )
+    assert second.deduplicated_into == first.item.pk
+    item = Knowledge.objects.get()
+    assert item.content == "Sarah likes green tea in the morning"  # the shorter adds nothing
+    assert item.metadata["session"] == "s1" and item.metadata["note"] == "first"
+    assert item.metadata["extra"] == "x"
+    assert item.metadata["merged"] == [
+        {"source": "agent", "metadata": {"session": "s2", "extra": "x"}}
+    ]
+    assert item.metadata["dedup_count"] == 1
+
+
+def test_dedup_needs_the_vectors_to_agree_as_well_as_the_words(workspace, as_agent):
+    dims = len(get_embedder().embed_one("x"))
+    one, other = [1.0] + [0.0] * (dims - 1), [0.0, 1.0] + [0.0] * (dims - 2)
+    knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Standup is at ten", embedding=one
+    )
+    again = knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Standup is at ten", embedding=other
+    )
+    assert again.created
+    same = knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Standup is at ten", embedding=one
+    )
+    assert not same.created
