@@ -74,8 +74,10 @@ class KnowledgeOut(serializers.Serializer):
 class RememberOut(KnowledgeOut):
     deduplicated_into = serializers.IntegerField(
         allow_null=True,
-        help_text="Set when the new item repeated an active one (word overlap > 0.8 in the "
-        "same category, context and entity): that item was updated instead; this is its id.",
+        help_text="Set when the new item restated an active one (same category, context and "
+        "entity; word overlap > 0.8, similar vectors, no new or conflicting numbers, dates or "
+        "names; never transcript turns): that item was updated instead, keeping every source "
+        "in metadata.merged; this is its id.",
     )
     overlap = serializers.FloatField(allow_null=True)
 
