@@ -29,11 +29,11 @@ from agents.apis.common import (
     actor,
     errors,
 )
+from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.selectors import knowledge_get, knowledge_list
 from memory.knowledge.services import (
     knowledge_forget,
     knowledge_remember,
-    knowledge_remember_many,
     knowledge_update,
 )
 from memory.knowledge.validation import AGENT_SOURCES

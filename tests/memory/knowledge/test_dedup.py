@@ -3,8 +3,9 @@ import pytest
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.embeddings import get_embedder
+from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.dedup import _dedup_candidates, normalised_words, overlap_coefficient
-from memory.knowledge.services import knowledge_forget, knowledge_remember, knowledge_remember_many
+from memory.knowledge.services import knowledge_forget, knowledge_remember
 from memory.knowledge.validation import _prepare
 from memory.models import Knowledge
 from tests.factories.identity import AgentFactory, WorkspaceFactory
@@ -247,3 +248,50 @@ def test_dedup_needs_the_vectors_to_agree_as_well_as_the_words(workspace, as_age
         workspace=workspace, actor=as_agent, content="Standup is at ten", embedding=one
     )
     assert not same.created
+
+
+# --------------------------------------------------------------------------- set-based batches
+
+
+def test_a_batch_of_100_takes_a_handful_of_queries(
+    workspace, as_agent, django_assert_max_num_queries
+):
+    knowledge_remember(workspace=workspace, actor=as_agent, content="Sarah likes green tea")
+    items = [{"content": f"Item {i} says the build number is {i * 13}"} for i in range(98)]
+    items += [
+        {"content": "Sarah likes green tea in the morning", "metadata": {"session": "b"}},
+        {"content": "Item 3 says the build number is 39", "metadata": {"session": "c"}},
+    ]
+    get_embedder().embed([i["content"] for i in items])  # warm: the model call is not a query
+    with django_assert_max_num_queries(10):
+        results = knowledge_remember_many(workspace=workspace, actor=as_agent, items=items)
+    assert sum(r.created for r in results) == 98
+    tea = results[98]
+    assert not tea.created and tea.item.content == "Sarah likes green tea in the morning"
+    assert tea.item.metadata["merged"] == [{"source": "agent", "metadata": {"session": "b"}}]
+    assert results[99].deduplicated_into == results[3].item.pk
+    assert Knowledge.objects.count() == 99
+    stored = Knowledge.objects.get(pk=tea.item.pk)
+    assert stored.content == "Sarah likes green tea in the morning"
+    assert stored.metadata["dedup_count"] == 1
+
+
+def test_the_set_based_batch_decides_like_item_by_item(workspace, as_agent):
+    other = WorkspaceFactory()
+    other_actor = Actor.for_agent(AgentFactory(workspace=other))
+    texts = [text for pair in NEAR_MISSES for text in pair] + [
+        "User prefers dark mode",
+        "User prefers dark mode in the editor",
+        "Standup is at ten",
+        "Standup is at ten",
+        "Sarah likes tea",
+        "Sarah likes tea in the morning",
+    ]
+    batch = knowledge_remember_many(
+        workspace=workspace, actor=as_agent, items=[{"content": t} for t in texts]
+    )
+    one_by_one = [knowledge_remember(workspace=other, actor=other_actor, content=t) for t in texts]
+    assert [r.created for r in batch] == [r.created for r in one_by_one]
+    assert sorted(
+        Knowledge.objects.filter(workspace=workspace).values_list("content", flat=True)
+    ) == sorted(Knowledge.objects.filter(workspace=other).values_list("content", flat=True))
