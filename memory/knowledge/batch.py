@@ -47,17 +47,17 @@ from memory.models import PRIVILEGED_CATEGORIES, Category, Knowledge, Workspace
 _CANDIDATES_SQL = """
     SELECT q.i, c.id, c.content, c.category, c.sealed, c.pinned, c.metadata, c.sim
     FROM unnest(%(idx)s::int[], %(category)s::text[], %(context)s::text[],
-                %(entity)s::text[], %(vec)s::text[])
+                %(entity)s::text[], %(vec)s::text[]::vector[])
          AS q(i, category, context, entity, vec)
     CROSS JOIN LATERAL (
         SELECT k.id, k.content, k.category, k.sealed, k.pinned, k.metadata,
-               1 - (k.embedding <=> q.vec::vector) AS sim
+               1 - (k.embedding <=> q.vec) AS sim
         FROM memory_knowledge k
         WHERE k.workspace_id = %(workspace_id)s AND k.category = q.category
           AND k.context = q.context AND k.entity = q.entity
           AND k.status = 'active' AND k.superseded_by_id IS NULL
           AND k.embedding IS NOT NULL AND k.embedding_model = %(emodel)s
-        ORDER BY k.embedding <=> q.vec::vector
+        ORDER BY k.embedding <=> q.vec
         LIMIT %(cap)s
     ) c
     WHERE c.sim >= %(min_sim)s
