@@ -360,12 +360,17 @@ CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_ord
 CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
 # Dedup: Szymkiewicz–Simpson word overlap above this updates the existing item.
 CAIRN_DEDUP_OVERLAP = 0.8
+# ...and, when both items have a vector of one model, cosine similarity at least this.
+CAIRN_DEDUP_MIN_SIMILARITY = 0.8
+# A merged item keeps at most this many earlier sources in metadata["merged"].
+CAIRN_DEDUP_SOURCES_MAX = 20
 # Dedup looks only at this many candidates from each index (full-text, vector).
 CAIRN_DEDUP_CANDIDATES = 20
 # Lists, batches and conversation search.
 CAIRN_LIST_PAGE_SIZE = 50
 CAIRN_LIST_PAGE_SIZE_MAX = 200
 CAIRN_REMEMBER_BATCH_MAX = 100
+CAIRN_TURN_BATCH_MAX = 500
 CAIRN_TOOL_CALL_BATCH_MAX = 200
 CAIRN_TOOL_CALL_ERROR_MAX_CHARS = 2000
 CAIRN_TOOL_STATS_RECENT_ERRORS = 10

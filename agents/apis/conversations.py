@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from django.conf import settings
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,11 +24,12 @@ from agents.apis.common import (
     TextField,
     _page_body,
     _paginated,
+    _validated_list,
     _workspace,
     actor,
     errors,
 )
-from memory.knowledge.conversations import turn_store
+from memory.knowledge.conversations import turn_store, turns_store_many
 from memory.knowledge.selectors import conversation_search, turns_list
 from memory.models.conversations import TURN_CONTENT_MAX_CHARS, TurnRole
 
@@ -38,6 +46,40 @@ class TurnIn(StrictSerializer):
         help_text='Nothing is recorded; the answer is 202 {"recorded": false}. Send it with '
         "every turn and tool call of an incognito session.",
     )
+
+
+class BatchTurnIn(StrictSerializer):
+    role = serializers.ChoiceField(choices=TurnRole.choices)
+    content = TextField(max_length=TURN_CONTENT_MAX_CHARS)
+    turn_index = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
+    context = TextField(max_length=200, required=False, default="global")
+    at = serializers.DateTimeField(required=False, help_text="When it was said (default now).")
+
+
+class TurnBatchIn(StrictSerializer):
+    turns = serializers.ListField(
+        child=serializers.DictField(),
+        min_length=1,
+        max_length=settings.CAIRN_TURN_BATCH_MAX,
+        help_text=f"Up to {settings.CAIRN_TURN_BATCH_MAX} turns of this session "
+        "({role, content, turn_index, context?, at?}), stored all or none in one statement.",
+    )
+    incognito = serializers.BooleanField(required=False, default=False)
+
+
+class TurnBatchRowOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    role = serializers.CharField()
+    turn_index = serializers.IntegerField()
+    created = serializers.BooleanField(help_text="false when it was stored before (a retry).")
+
+
+class TurnBatchOut(serializers.Serializer):
+    recorded = serializers.BooleanField()
+    session_id = serializers.CharField(required=False)
+    created = serializers.IntegerField(required=False)
+    existing = serializers.IntegerField(required=False)
+    turns = TurnBatchRowOut(many=True, required=False)
 
 
 class TurnOut(serializers.Serializer):
@@ -71,13 +113,24 @@ def _session_id(raw: str) -> str:
 class SessionTurnsApi(APIView):
     @extend_schema(
         operation_id="session_turn_store",
-        summary="Store a conversation turn",
+        summary="Store a conversation turn (or a batch of turns)",
         description="201 when stored; 200 when the same turn (session, turn_index, role, "
         "content) was stored before (a retry); 409 when that turn exists with other content; "
-        '202 `{"recorded": false}` for incognito. Credentials are refused (422).',
-        request=TurnIn,
+        '202 `{"recorded": false}` for incognito. Credentials are refused (422).\n\n'
+        f'**Batch form**: a body `{{"turns": [...]}}` with up to {settings.CAIRN_TURN_BATCH_MAX} '
+        "turns stores them all or none in one statement (errors name `turns[i].field`); "
+        "201 when any turn was new, 200 when every one was stored before.",
+        request=PolymorphicProxySerializer(
+            component_name="TurnOrBatchIn",
+            serializers=[TurnIn, TurnBatchIn],
+            resource_type_field_name=None,
+        ),
         responses={
-            201: TurnOut,
+            201: PolymorphicProxySerializer(
+                component_name="TurnOrBatchOut",
+                serializers=[TurnOut, TurnBatchOut],
+                resource_type_field_name=None,
+            ),
             200: OpenApiResponse(TurnOut, description="Already stored (retry)."),
             202: OpenApiResponse(TurnOut, description="Incognito: nothing recorded."),
             **errors(400, 401, 409, 422, area=KNOWLEDGE_ERRORS),
@@ -97,6 +150,8 @@ class SessionTurnsApi(APIView):
     )
     def post(self, request, session_id: str):
         session_id = _session_id(session_id)
+        if isinstance(request.data, dict) and "turns" in request.data:
+            return self._post_batch(request, session_id)
         data = TurnIn(data=request.data)
         data.is_valid(raise_exception=True)
         result = turn_store(
@@ -120,6 +175,34 @@ class SessionTurnsApi(APIView):
                 "created_at": serializers.DateTimeField().to_representation(turn.created_at),
             },
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+    def _post_batch(self, request, session_id: str):
+        data = TurnBatchIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        turns = _validated_list(BatchTurnIn, data.validated_data["turns"], "turns")
+        result = turns_store_many(
+            workspace=_workspace(request),
+            agent=request.user,
+            session_id=session_id,
+            turns=turns,
+            incognito=data.validated_data["incognito"],
+        )
+        if not result.recorded:
+            return Response({"recorded": False}, status=status.HTTP_202_ACCEPTED)
+        created = sum(result.created)
+        return Response(
+            {
+                "recorded": True,
+                "session_id": session_id,
+                "created": created,
+                "existing": len(result.created) - created,
+                "turns": [
+                    {"id": t.pk, "role": t.role, "turn_index": t.turn_index, "created": c}
+                    for t, c in zip(result.turns, result.created, strict=True)
+                ],
+            },
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
     @extend_schema(
@@ -166,8 +249,9 @@ class ConversationSearchApi(APIView):
     @extend_schema(
         operation_id="conversations_search",
         summary="Search past conversations (full text, ranked snippets)",
-        description="Turns matching every word rank first; when none match every word, turns "
-        "matching any word are returned (`mode: any`).",
+        description="Turns matching every word rank first (`mode: all`); the page is filled "
+        "up to `limit` with turns matching any word (`-word` exclusions still hold). "
+        "`mode: any` when no turn matches every word. `count` counts every match.",
         parameters=[ConversationSearchParams],
         responses={
             200: inline_serializer(

@@ -29,11 +29,11 @@ from agents.apis.common import (
     actor,
     errors,
 )
+from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.selectors import knowledge_get, knowledge_list
 from memory.knowledge.services import (
     knowledge_forget,
     knowledge_remember,
-    knowledge_remember_many,
     knowledge_update,
 )
 from memory.knowledge.validation import AGENT_SOURCES
@@ -69,6 +69,9 @@ class KnowledgeOut(KnowledgeItemFields):
         help_text="Model of the stored vector; empty when the item has none yet."
     )
     created_at = serializers.DateTimeField()
+    observed_at = serializers.DateTimeField(
+        help_text="When it was said or seen (created_at unless the writer gave observed_at)."
+    )
     updated_at = serializers.DateTimeField()
     archived_at = serializers.DateTimeField(allow_null=True)
 
@@ -76,8 +79,10 @@ class KnowledgeOut(KnowledgeItemFields):
 class RememberOut(KnowledgeOut):
     deduplicated_into = serializers.IntegerField(
         allow_null=True,
-        help_text="Set when the new item repeated an active one (word overlap > 0.8 in the "
-        "same category, context and entity): that item was updated instead; this is its id.",
+        help_text="Set when the new item restated an active one (same category, context and "
+        "entity; word overlap > 0.8, similar vectors, no new or conflicting numbers, dates or "
+        "names; never transcript turns): that item was updated instead, keeping every source "
+        "in metadata.merged; this is its id.",
     )
     overlap = serializers.FloatField(allow_null=True)
 
@@ -137,6 +142,12 @@ class RememberIn(StrictSerializer):
     )
     embedding = EmbeddingField()
     embedding_model = TextField(max_length=100, required=False, allow_blank=True, default="")
+    observed_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="When it was said or seen, for imported history (not in the future; "
+        "default now). Recall's time_from/time_to and recency use it.",
+    )
 
 
 def _remember_body(result) -> dict:

@@ -39,8 +39,10 @@ class RecallIn(StrictSerializer):
         "for long ones (> 20 words) or breadth words (compare, history, all, every, list, "
         "across, between), else 5.",
     )
-    time_from = serializers.DateTimeField(required=False, help_text="created_at lower bound")
-    time_to = serializers.DateTimeField(required=False, help_text="created_at upper bound")
+    time_from = serializers.DateTimeField(
+        required=False, help_text="observed_at lower bound (when it was said or seen)"
+    )
+    time_to = serializers.DateTimeField(required=False, help_text="observed_at upper bound")
     include_sensitive = serializers.BooleanField(required=False, default=False)
     embedding = EmbeddingField()
 
@@ -49,6 +51,7 @@ class RecallHitOut(KnowledgeItemFields):
     metadata = serializers.DictField()
     due_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
+    observed_at = serializers.DateTimeField(help_text="When it was said or seen.")
     updated_at = serializers.DateTimeField()
     vector_rank = serializers.IntegerField(
         allow_null=True, help_text="Rank in the vector candidate list (1 = nearest)."

@@ -12,12 +12,17 @@ Usage::
 
 The patterns aim at shapes, not words: "use port 5432" or "the password policy
 requires 12 chars" pass; ``password=hunter22`` or ``postgres://u:p4ss@db`` do not.
+An assignment needs evidence in its value: never prose (whitespace) or a placeholder,
+and under the everyday names ``secret``/``token`` letters mixed with digits or high
+entropy (so ``here is a secret: "grant writers ..."`` is stored).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +78,7 @@ _ASSIGNMENT_NAMES = (
     r"|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|token"
 )
 _ASSIGNMENT = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_])[\"']?(?:{_ASSIGNMENT_NAMES})[\"']?"
+    rf"(?i)(?<![A-Za-z0-9_])[\"']?(?P<name>{_ASSIGNMENT_NAMES})[\"']?"
     r"(?:\s*(?<![=!<>])=(?!=)\s*|\s*:=\s*|\s*:\s*(?=[\"']))"
     r"(?P<secret>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|[^\s\"',;)}\]]{1,300})"
 )
@@ -99,10 +104,45 @@ _PLACEHOLDER = re.compile(
 )
 _MIN_SECRET_CHARS = 4
 
+# Names that say "this is a credential" on their own; "secret" and "token" alone are
+# ordinary English ("here is a secret: ...", "a token of thanks") and need the value
+# itself to look like one.
+_STRONG_NAME = re.compile(
+    r"(?i)password|passwd|passphrase|pwd|secret[_-]?key|client[_-]?secret|api[_-]?key"
+    r"|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key"
+)
+_ENTROPY_MIN_BITS = 3.0
+_ENTROPY_MIN_CHARS = 12
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of ``value``'s character distribution."""
+    if not value:
+        return 0.0
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
 
 def _looks_like_placeholder(value: str) -> bool:
     value = value.strip().strip("\"'")
     return len(value) < _MIN_SECRET_CHARS or bool(_PLACEHOLDER.match(value))
+
+
+def _assigned_secret(name: str, value: str) -> bool:
+    """Evidence that an assigned value is a real secret, not prose or a placeholder.
+
+    A value with whitespace is prose (``secret: "grant writers hate ..."``). Under a
+    strong name (password, api_key, ...) any other value counts; under ``secret`` or
+    ``token`` the value must mix letters and digits or carry high entropy.
+    """
+    value = value.strip().strip("\"'")
+    if _looks_like_placeholder(value) or any(c.isspace() for c in value):
+        return False
+    if _STRONG_NAME.search(name):
+        return True
+    return bool(_LETTER_AND_DIGIT.match(value)) or (
+        len(value) >= _ENTROPY_MIN_CHARS and shannon_entropy(value) >= _ENTROPY_MIN_BITS
+    )
 
 
 def find_secret(text: str) -> SecretFinding | None:
@@ -116,7 +156,7 @@ def find_secret(text: str) -> SecretFinding | None:
         if not _looks_like_placeholder(match.group("secret")):
             return SecretFinding(kind="password in a URL")
     for match in _ASSIGNMENT.finditer(text):
-        if not _looks_like_placeholder(match.group("secret")):
+        if _assigned_secret(match.group("name"), match.group("secret")):
             return SecretFinding(kind="password or secret assignment")
     for match in _COLON_ASSIGNMENT.finditer(text):
         secret = match.group("secret")

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
@@ -65,6 +66,21 @@ class TurnResult:
     created: bool = False
 
 
+def _check_turn(
+    *, role: Any, content: Any, context: Any, turn_index: Any, at: Any
+) -> tuple[str, str, str, int, datetime]:
+    """One turn's fields, validated (400 naming the field) and credential-checked (422)."""
+    if role not in TurnRole.values:
+        raise bad_request("role", f"must be one of {', '.join(TurnRole.values)}")
+    content = check_text("content", content, max_chars=TURN_CONTENT_MAX_CHARS, allow_blank=False)
+    context = check_text("context", context or "global", max_chars=200, allow_blank=False)
+    if not isinstance(turn_index, int) or isinstance(turn_index, bool) or turn_index < 0:
+        raise bad_request("turn_index", "must be a whole number >= 0")
+    at = check_aware("at", at) or timezone.now()
+    refuse_secrets({"content": content, "context": context})
+    return role, content, context, turn_index, at
+
+
 def turn_store(
     *,
     workspace: Workspace,
@@ -88,14 +104,10 @@ def turn_store(
     if incognito:
         return TurnResult(recorded=False)
     session_id = _check_session_id(session_id)
-    if role not in TurnRole.values:
-        raise bad_request("role", f"must be one of {', '.join(TurnRole.values)}")
-    content = check_text("content", content, max_chars=TURN_CONTENT_MAX_CHARS, allow_blank=False)
-    context = check_text("context", context or "global", max_chars=200, allow_blank=False)
-    if not isinstance(turn_index, int) or isinstance(turn_index, bool) or turn_index < 0:
-        raise bad_request("turn_index", "must be a whole number >= 0")
-    at = check_aware("at", at) or timezone.now()
-    refuse_secrets({"content": content, "session_id": session_id, "context": context})
+    role, content, context, turn_index, at = _check_turn(
+        role=role, content=content, context=context, turn_index=turn_index, at=at
+    )
+    refuse_secrets({"session_id": session_id})
     key = {
         "workspace": workspace,
         "agent": agent,
@@ -122,6 +134,129 @@ def turn_store(
             status_code=409,
         )
     return TurnResult(recorded=True, turn=existing, created=False)
+
+
+@dataclass(frozen=True)
+class TurnBatchResult:
+    recorded: bool
+    turns: list[ConversationTurn] = field(default_factory=list)
+    created: list[bool] = field(default_factory=list)
+
+
+_TURNS_INSERT_SQL = """
+    INSERT INTO memory_conversationturn
+        (workspace_id, agent_id, session_id, role, turn_index, content, context, created_at)
+    SELECT %(workspace_id)s, %(agent_id)s, %(session_id)s, t.role, t.turn_index, t.content,
+           t.context, t.created_at
+    FROM unnest(%(roles)s::text[], %(indexes)s::int[], %(contents)s::text[],
+                %(contexts)s::text[], %(ats)s::timestamptz[])
+         AS t(role, turn_index, content, context, created_at)
+    ON CONFLICT ON CONSTRAINT turn_unique_per_session DO NOTHING
+    RETURNING id, turn_index, role
+"""
+
+
+def turns_store_many(
+    *,
+    workspace: Workspace,
+    agent: Agent | None,
+    session_id: str,
+    turns: list[dict[str, Any]],
+    incognito: bool = False,
+) -> TurnBatchResult:
+    """Store up to CAIRN_TURN_BATCH_MAX turns of one session: all or none.
+
+    1. Incognito: ``recorded=False``, nothing validated further or written.
+    2. Validate every turn (400 / 422 naming ``turns[i].field``) before writing any;
+       the same (turn_index, role) twice in one batch with other content is a 400.
+    3. One ``INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING`` for the batch,
+       then one read of the turns that were already stored: identical content is a
+       retry (``created`` false), other content a 409 naming the turn and nothing of
+       the batch is kept.
+    """
+    if incognito:
+        return TurnBatchResult(recorded=False)
+    session_id = _check_session_id(session_id)
+    if not isinstance(turns, list) or not turns:
+        raise bad_request("turns", "must be a non-empty list")
+    if len(turns) > settings.CAIRN_TURN_BATCH_MAX:
+        raise bad_request("turns", f"at most {settings.CAIRN_TURN_BATCH_MAX} turns per batch")
+    refuse_secrets({"session_id": session_id})
+    checked: list[tuple[str, str, str, int, datetime]] = []
+    origin: list[int] = []
+    seen: dict[tuple[int, str], tuple[int, str]] = {}
+    for index, raw in enumerate(turns):
+        try:
+            if not isinstance(raw, dict):
+                raise bad_request("turns", "must be an object")
+            row = _check_turn(
+                role=raw.get("role"),
+                content=raw.get("content"),
+                context=raw.get("context"),
+                turn_index=raw.get("turn_index"),
+                at=raw.get("at"),
+            )
+            key = (row[3], row[0])
+            if key in seen and seen[key][1] != row[1]:
+                raise bad_request(
+                    "turn_index", f"turns[{seen[key][0]}] has this turn_index and role"
+                )
+        except ApplicationError as exc:
+            raise prefix_fields(exc, f"turns[{index}]") from None
+        if key in seen:
+            continue
+        seen[key] = (index, row[1])
+        checked.append(row)
+        origin.append(index)
+    params = {
+        "workspace_id": workspace.pk,
+        "agent_id": agent.pk if agent is not None else None,
+        "session_id": session_id,
+        "roles": [r[0] for r in checked],
+        "contents": [r[1] for r in checked],
+        "contexts": [r[2] for r in checked],
+        "indexes": [r[3] for r in checked],
+        "ats": [r[4] for r in checked],
+    }
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_TURNS_INSERT_SQL, params)
+            inserted = {(ti, role): pk for pk, ti, role in cursor.fetchall()}
+        missing = [(r[3], r[0]) for r in checked if (r[3], r[0]) not in inserted]
+        existing: dict[tuple[int, str], ConversationTurn] = {}
+        if missing:
+            q = Q()
+            for turn_index, role in missing:
+                q |= Q(turn_index=turn_index, role=role)
+            for turn in ConversationTurn.objects.filter(
+                q, workspace=workspace, agent=agent, session_id=session_id
+            ):
+                existing[(turn.turn_index, turn.role)] = turn
+        for position, (role, content, _context, turn_index, _at) in enumerate(checked):
+            old = existing.get((turn_index, role))
+            if (turn_index, role) not in inserted and (old is None or old.content != content):
+                raise ApplicationError(
+                    f"Turn {turn_index} ({role}) of session '{session_id}' is already stored "
+                    "with different content; turns are not overwritten. Nothing of this batch "
+                    "was stored.",
+                    code="conflict",
+                    fields={
+                        f"turns[{origin[position]}].turn_index": [
+                            "already stored with other content"
+                        ]
+                    },
+                    status_code=409,
+                )
+        rows = {
+            (t.turn_index, t.role): t
+            for t in ConversationTurn.objects.filter(pk__in=inserted.values()).defer("content")
+        }
+    result = TurnBatchResult(recorded=True)
+    for role, _content, _context, turn_index, _at in checked:
+        key = (turn_index, role)
+        result.turns.append(rows[key] if key in rows else existing[key])
+        result.created.append(key in rows)
+    return result
 
 
 # --------------------------------------------------------------------------- tool calls

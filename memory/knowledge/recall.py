@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memory.core.embedders import EmbeddingError, validate_vector
@@ -24,7 +23,6 @@ from memory.core.validation import (
 from memory.knowledge.selectors import _json
 from memory.models import (
     CONTENT_MAX_CHARS,
-    Knowledge,
     Workspace,
 )
 
@@ -90,6 +88,7 @@ class RecallHit:
     due_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    observed_at: datetime
     vector_rank: int | None
     text_rank: int | None
     relevance: float
@@ -128,7 +127,7 @@ def _tsquery_sql(mode: str) -> str:
 
 _COLUMNS = (
     "k.id, k.content, k.category, k.domain, k.entity, k.context, k.sensitive, k.source, "
-    "k.confidence, k.metadata, k.due_at, k.created_at, k.updated_at"
+    "k.confidence, k.metadata, k.due_at, k.created_at, k.updated_at, k.observed_at"
 )
 
 
@@ -161,10 +160,10 @@ def recall_filters_sql(
         clauses.append("k.entity = %(entity)s")
         params["entity"] = entity
     if time_from is not None:
-        clauses.append("k.created_at >= %(time_from)s")
+        clauses.append("k.observed_at >= %(time_from)s")
         params["time_from"] = time_from
     if time_to is not None:
-        clauses.append("k.created_at <= %(time_to)s")
+        clauses.append("k.observed_at <= %(time_to)s")
         params["time_to"] = time_to
     return " AND ".join(clauses), params
 
@@ -237,7 +236,7 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
     SELECT {_COLUMNS}, f.vector_rank, f.text_rank, f.relevance,
            f.relevance + %(w_conf)s * k.confidence AS score
     FROM fused f JOIN memory_knowledge k ON k.id = f.id
-    ORDER BY score DESC, k.confidence DESC, k.id DESC
+    ORDER BY score DESC, k.confidence DESC, k.observed_at DESC, k.id DESC
     LIMIT %(top_k)s
     """
 
@@ -327,6 +326,7 @@ def knowledge_search(
             due_at,
             created_at,
             updated_at,
+            observed_at,
             vector_rank,
             text_rank,
             relevance,
@@ -347,6 +347,7 @@ def knowledge_search(
                 due_at=due_at,
                 created_at=created_at,
                 updated_at=updated_at,
+                observed_at=observed_at,
                 vector_rank=vector_rank,
                 text_rank=text_rank,
                 relevance=float(relevance),
@@ -403,12 +404,39 @@ def knowledge_recall(
     return RecallResult(top_k=top_k, hits=hits)
 
 
+_MARK_USED_SQL = """
+    WITH free AS (
+        SELECT id FROM memory_knowledge
+        WHERE workspace_id = %(workspace_id)s AND id = ANY(%(ids)s)
+        ORDER BY id
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE memory_knowledge k
+    SET use_count = k.use_count + 1, last_used_at = %(now)s
+    FROM free WHERE k.id = free.id
+"""
+
+
 def knowledge_mark_used(
     *, workspace: Workspace, item_ids: list[int], now: datetime | None = None
 ) -> int:
-    """Refresh recency and the use count. Confidence and updated_at stay as they are."""
+    """Refresh recency and the use count. Confidence and updated_at stay as they are.
+
+    Never waits for a row lock, so concurrent recalls with overlapping hits (and
+    batch writes holding rows) cannot deadlock with it: rows are taken in id order
+    with ``SKIP LOCKED``; a row another transaction holds at that instant is left
+    alone (its use is a hint for decay, and the holder is usually another recall
+    marking the same row). Returns the number of rows marked.
+    """
     if not item_ids:
         return 0
-    return Knowledge.objects.filter(workspace=workspace, pk__in=item_ids).update(
-        use_count=F("use_count") + 1, last_used_at=now or timezone.now()
-    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            _MARK_USED_SQL,
+            {
+                "workspace_id": workspace.pk,
+                "ids": sorted({int(i) for i in item_ids}),
+                "now": now or timezone.now(),
+            },
+        )
+        return cursor.rowcount

@@ -24,13 +24,14 @@ Both lists see the same filters: workspace, active and not superseded, context
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
-from django.db.models import Avg, Count, F, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Avg, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery
 
 from cairn.errors import NotFoundError
 from memory.core.text import WORD
@@ -247,9 +248,12 @@ def conversation_search(
 ) -> tuple[Page, str]:
     """Turns matching ``q``, best first, with highlighted snippets.
 
-    Every word must match (``websearch_to_tsquery``: quotes, ``or`` and ``-word``
-    work as on a search engine); when nothing matches all of them, any word does.
-    Returns the page and the mode used (``all`` or ``any``).
+    Turns matching every word (``websearch_to_tsquery``: quotes, ``or`` and ``-word``
+    work as on a search engine) rank first; the page is then filled up to ``limit``
+    with turns matching any of the words (still honouring ``-word`` exclusions), so
+    a query never starves because one turn happened to match everything.
+    Returns the page and the mode: ``all`` when some turn matches every word,
+    ``any`` when only any-word matches were found.
     """
     scope = _turn_scope(
         workspace=workspace,
@@ -260,26 +264,37 @@ def conversation_search(
         time_to=time_to,
     )
     limit = page_size(limit)
-    mode = "all"
-    query = SearchQuery(q, config="english", search_type="websearch")
+    every = SearchQuery(q, config="english", search_type="websearch")
+    query = any_word_query(q) or every
     matches = scope.filter(search_vector=query)
     count = matches.count()
-    if count == 0:
-        words = WORD.findall(q)
-        if len(words) > 1:
-            mode = "any"
-            query = SearchQuery(" OR ".join(words), config="english", search_type="websearch")
-            matches = scope.filter(search_vector=query)
-            count = matches.count()
+    full = scope.filter(search_vector=every)
+    mode = "all" if full.exists() else "any"
     rows = list(
         matches.annotate(
+            full=Exists(full.filter(pk=OuterRef("pk"))),
             rank=SearchRank(F("search_vector"), query, cover_density=True),
             snippet=SearchHeadline("content", query, config="english", **SNIPPET_OPTIONS),
         )
         .defer("content")
-        .order_by("-rank", "-created_at", "-id")[offset : offset + limit]
+        .order_by("-full", "-rank", "-created_at", "-id")[offset : offset + limit]
     )
     return Page(items=rows, count=count, limit=limit, offset=offset), mode
+
+
+_NEGATED = re.compile(r"(?:^|\s)-(\w+)")
+
+
+def any_word_query(q: str) -> SearchQuery | None:
+    """Any of the query's words, minus its ``-word`` exclusions (None for one word)."""
+    excluded = {w.casefold() for w in _NEGATED.findall(q)}
+    words = [w for w in WORD.findall(q) if w.casefold() not in excluded]
+    if len(words) < 2:
+        return None
+    expr = "(" + " | ".join(words) + ")"
+    if excluded:
+        expr += "".join(f" & !{w}" for w in sorted(excluded) if WORD.fullmatch(w))
+    return SearchQuery(expr, config="english", search_type="raw")
 
 
 def turns_list(

@@ -8,6 +8,7 @@ and the jobs refuse the same things with the same errors.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,9 +29,8 @@ from memory.core.validation import (
     check_aware,
     check_metadata,
     check_text,
-    prefix_fields,
 )
-from memory.knowledge.dedup import _find_duplicate
+from memory.knowledge.dedup import _find_duplicate, content_words, normalised_words
 from memory.knowledge.validation import (
     _FIELD_MAX,
     _check_category,
@@ -59,15 +59,44 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- dedup
 
 
+def scope_digest(workspace: Workspace, prepared: _Prepared) -> int:
+    """The advisory lock key of an item's dedup scope."""
+    key = f"knowledge:{workspace.pk}:{prepared.category}:{prepared.context}:{prepared.entity}"
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
+
+
 def _scope_lock(workspace: Workspace, prepared: _Prepared) -> None:
     """Serialise writers to one dedup scope, so two identical writes cannot both insert."""
-    key = f"knowledge:{workspace.pk}:{prepared.category}:{prepared.context}:{prepared.entity}"
-    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [digest])
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [scope_digest(workspace, prepared)])
 
 
 # --------------------------------------------------------------------------- remember
+
+
+def merged_metadata(current: dict, prepared: _Prepared) -> dict:
+    """The stored item's metadata after a restatement merged into it.
+
+    Its own keys keep their values; keys only the newcomer has are added; the
+    newcomer's metadata, source and observed_at are appended to ``merged`` (the
+    newest CAIRN_DEDUP_SOURCES_MAX, within the metadata size cap), so a merge never
+    overwrites where an item came from. ``dedup_count`` counts every merge.
+    """
+    out = {**prepared.metadata, **current}
+    out.pop("merged", None)
+    source = {"source": prepared.source, "metadata": prepared.metadata}
+    if prepared.observed_at is not None:
+        source["observed_at"] = prepared.observed_at.isoformat()
+    merged = [*(current.get("merged") or []), source][-settings.CAIRN_DEDUP_SOURCES_MAX :]
+    out["dedup_count"] = int(current.get("dedup_count", 0)) + 1
+    while merged:
+        out["merged"] = merged
+        if len(json.dumps(out, ensure_ascii=False).encode()) <= settings.CAIRN_METADATA_MAX_BYTES:
+            break
+        merged = merged[1:]
+    else:
+        out.pop("merged", None)
+    return out
 
 
 @dataclass(frozen=True)
@@ -91,42 +120,45 @@ def _provenance_union(old: dict, new: dict) -> dict:
     return merged
 
 
-def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberResult:
-    _scope_lock(workspace, prepared)
-    duplicate = _find_duplicate(workspace, prepared, actor)
-    if duplicate is not None:
-        item, overlap = duplicate
-        # The newer wording is assumed to be more current; the row, its confidence and
-        # its history stay. Sensitivity only ever widens.
+#: The fields a merge may change (bulk updates write exactly these).
+MERGE_FIELDS = (
+    "content",
+    "embedding",
+    "embedding_model",
+    "domain",
+    "sensitive",
+    "metadata",
+    "due_at",
+    "reminded_at",
+    "updated_at",
+)
+
+
+def merge_into(item: Knowledge, prepared: _Prepared) -> None:
+    """Fold a restatement into ``item`` in memory (the caller saves ``MERGE_FIELDS``).
+
+    Nothing is lost: the fuller wording stays (the newer one when it says at least
+    as much), the row keeps its confidence and history, every source is kept in
+    metadata["merged"], and sensitivity only ever widens.
+    """
+    if content_words(prepared.words) >= content_words(normalised_words(item.content)):
         item.content = prepared.content
         item.embedding = prepared.embedding
         item.embedding_model = prepared.embedding_model
-        item.domain = prepared.domain or item.domain
-        item.sensitive = item.sensitive or prepared.sensitive
-        item.metadata = {
-            **item.metadata,
-            **prepared.metadata,
-            **_provenance_union(item.metadata, prepared.metadata),
-            "dedup_count": int(item.metadata.get("dedup_count", 0)) + 1,
-        }
-        if prepared.due_at is not None and prepared.due_at != item.due_at:
-            item.due_at = prepared.due_at
-            item.reminded_at = None
-        item.save(
-            update_fields=[
-                "content",
-                "embedding",
-                "embedding_model",
-                "domain",
-                "sensitive",
-                "metadata",
-                "due_at",
-                "reminded_at",
-                "updated_at",
-            ]
-        )
-        return RememberResult(item=item, created=False, deduplicated_into=item.pk, overlap=overlap)
-    item = Knowledge.objects.create(
+    item.domain = item.domain or prepared.domain
+    item.sensitive = item.sensitive or prepared.sensitive
+    item.metadata = {
+        **merged_metadata(item.metadata, prepared),
+        **_provenance_union(item.metadata, prepared.metadata),
+    }
+    if prepared.due_at is not None and prepared.due_at != item.due_at:
+        item.due_at = prepared.due_at
+        item.reminded_at = None
+
+
+def new_item(workspace: Workspace, prepared: _Prepared, actor: Actor) -> Knowledge:
+    """An unsaved row for a new item."""
+    return Knowledge(
         workspace=workspace,
         agent=actor.agent,
         channel=actor.channel,
@@ -145,7 +177,20 @@ def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberR
         sealed=prepared.sealed,
         embedding=prepared.embedding,
         embedding_model=prepared.embedding_model,
+        **({"observed_at": prepared.observed_at} if prepared.observed_at else {}),
     )
+
+
+def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberResult:
+    _scope_lock(workspace, prepared)
+    duplicate = _find_duplicate(workspace, prepared, actor)
+    if duplicate is not None:
+        item, overlap = duplicate
+        merge_into(item, prepared)
+        item.save(update_fields=list(MERGE_FIELDS))
+        return RememberResult(item=item, created=False, deduplicated_into=item.pk, overlap=overlap)
+    item = new_item(workspace, prepared, actor)
+    item.save()
     return RememberResult(item=item, created=True)
 
 
@@ -168,6 +213,7 @@ def knowledge_remember(
     sealed: bool = False,
     embedding: list[float] | None = None,
     embedding_model: str = "",
+    observed_at: datetime | None = None,
 ) -> RememberResult:
     """Store one item, or update the near-duplicate it repeats.
 
@@ -193,31 +239,11 @@ def knowledge_remember(
         sealed=sealed,
         embedding=embedding,
         embedding_model=embedding_model,
+        observed_at=observed_at,
     )
     _embed_missing([prepared])
     with transaction.atomic():
         return _store(workspace, prepared, actor)
-
-
-def knowledge_remember_many(
-    *, workspace: Workspace, actor: Actor, items: list[dict[str, Any]]
-) -> list[RememberResult]:
-    """Store a batch: all items or none. One embedding call for the whole batch.
-
-    Errors name the item: ``items[3].content``. Items are stored in order, so a
-    later item in the batch can deduplicate into an earlier one.
-    """
-    if len(items) > settings.CAIRN_REMEMBER_BATCH_MAX:
-        raise bad_request("items", f"at most {settings.CAIRN_REMEMBER_BATCH_MAX} items per batch")
-    prepared: list[_Prepared] = []
-    for index, spec in enumerate(items):
-        try:
-            prepared.append(_prepare(actor=actor, **spec))
-        except ApplicationError as exc:
-            raise prefix_fields(exc, f"items[{index}]") from None
-    _embed_missing(prepared)
-    with transaction.atomic():
-        return [_store(workspace, p, actor) for p in prepared]
 
 
 # --------------------------------------------------------------------------- update
@@ -406,6 +432,7 @@ def _supersede(
             "operation_key",
             "pinned",
             "sealed",
+            "observed_at",
         )
     }
     fields.update(changes)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+
+from django.utils import timezone
 
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
@@ -89,6 +91,7 @@ class _Prepared:
     embedding: list[float] | None
     embedding_model: str
     words: frozenset[str] = field(default_factory=frozenset)
+    observed_at: datetime | None = None
 
 
 def _prepare(
@@ -109,6 +112,7 @@ def _prepare(
     sealed: bool = False,
     embedding: Any = None,
     embedding_model: str = "",
+    observed_at: Any = None,
 ) -> _Prepared:
     """Validate one new item. Raises ApplicationError naming the field (nothing is written).
 
@@ -133,6 +137,7 @@ def _prepare(
     )
     metadata = check_metadata(metadata)
     due_at = check_aware("due_at", due_at)
+    observed_at = check_observed_at(observed_at)
     if source is None:
         source = Source.USER if actor.is_person else Source.AGENT
     if source not in Source.values:
@@ -186,7 +191,20 @@ def _prepare(
         embedding=vector,
         embedding_model=embedding_model if vector is not None else "",
         words=normalised_words(content),
+        observed_at=observed_at,
     )
+
+
+#: Clock skew tolerated between a client and the server for ``observed_at``.
+OBSERVED_AT_SKEW = timedelta(minutes=5)
+
+
+def check_observed_at(value: Any) -> datetime | None:
+    """An aware timestamp not in the future (a few minutes of clock skew allowed)."""
+    value = check_aware("observed_at", value)
+    if value is not None and value > timezone.now() + OBSERVED_AT_SKEW:
+        raise bad_request("observed_at", "must not be in the future")
+    return value
 
 
 def _embed_missing(items: list[_Prepared]) -> None:

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Length
 from django.db.models.lookups import LessThanOrEqual
+from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from memory.models.identity import Agent, Channel, Workspace
@@ -85,6 +86,9 @@ class Knowledge(models.Model):
         db_persist=True,
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # When it was said or seen (never in the future); ingest time unless the writer
+    # says otherwise (imported history). Recall's time filters and recency read it.
+    observed_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     archived_at = models.DateTimeField(null=True, blank=True)
 

@@ -107,7 +107,8 @@ def test_search_finds_turns_with_ranked_snippets(api):
     response = api.get("/api/v1/conversations/search/", {"q": "postgres migration"})
     assert response.status_code == 200
     body = response.json()
-    assert body["mode"] == "all" and body["count"] == 1
+    # The all-word match ranks first; the any-word match fills the page after it.
+    assert body["mode"] == "all" and body["count"] == 2
     hit = body["results"][0]
     assert hit["id"] == best.pk
     assert "**postgres**" in hit["snippet"].lower() and "**migration**" in hit["snippet"].lower()
@@ -119,6 +120,32 @@ def test_search_falls_back_to_any_word(api):
     TurnFactory(workspace=ws, content="The migration ran overnight")
     body = api.get("/api/v1/conversations/search/", {"q": "postgres migration"}).json()
     assert body["mode"] == "any" and body["count"] == 2
+
+
+def test_search_fills_the_page_with_any_word_matches_after_all_word_ones(api):
+    ws = api.agent.workspace
+    both = TurnFactory(workspace=ws, session_id="s1", content="tennis racket restring")
+    partial = [
+        TurnFactory(workspace=ws, session_id=f"s{i}", content=f"my racket number {i}")
+        for i in range(2, 6)
+    ]
+    TurnFactory(workspace=ws, session_id="s9", content="racket sports and tennis elbow -- no")
+    TurnFactory(workspace=ws, content="unrelated lunch plans")
+    body = api.get(
+        "/api/v1/conversations/search/", {"q": "tennis racket restring", "limit": 5}
+    ).json()
+    ids = [r["id"] for r in body["results"]]
+    assert body["mode"] == "all" and ids[0] == both.pk
+    assert len(ids) == 5 and body["count"] == 6
+    assert set(ids[1:]) <= {p.pk for p in partial} | {ids[1]}
+
+
+def test_search_fill_keeps_exclusions(api):
+    ws = api.agent.workspace
+    TurnFactory(workspace=ws, content="postgres backup done")
+    kept = TurnFactory(workspace=ws, content="the migration ran overnight")
+    body = api.get("/api/v1/conversations/search/", {"q": "migration postgres -backup"}).json()
+    assert [r["id"] for r in body["results"]] == [kept.pk]
 
 
 def test_search_is_paginated_and_filtered(api):
@@ -143,3 +170,64 @@ def test_search_never_shows_another_workspaces_turns(api, make_api):
     body = other.get("/api/v1/conversations/search/", {"q": "roadmap"}).json()
     assert body["count"] == 0 and body["results"] == []
     assert other.get("/api/v1/sessions/session-1/turns/").json()["count"] == 0
+
+
+# --------------------------------------------------------------------------- batch turns
+
+
+def _turns(n, start=0, prefix="turn"):
+    return [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"{prefix} {i} about the garden",
+            "turn_index": i,
+            "at": f"2023-05-08T13:{i % 60:02d}:00Z",
+        }
+        for i in range(start, start + n)
+    ]
+
+
+def test_a_batch_of_turns_is_stored_in_one_call_and_a_retry_is_a_200(api):
+    url = "/api/v1/sessions/s1/turns/"
+    response = api.post(url, {"turns": _turns(500)}, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["created"], body["existing"], len(body["turns"])) == (500, 0, 500)
+    assert ConversationTurn.objects.filter(session_id="s1").count() == 500
+    first = ConversationTurn.objects.get(session_id="s1", turn_index=0)
+    assert first.created_at.isoformat().startswith("2023-05-08T13:00")
+    again = api.post(url, {"turns": _turns(500)}, format="json")
+    assert again.status_code == 200
+    assert (again.json()["created"], again.json()["existing"]) == (0, 500)
+    assert [t["id"] for t in again.json()["turns"]] == [t["id"] for t in body["turns"]]
+    more = api.post(url, {"turns": _turns(3, start=499)}, format="json").json()
+    assert (more["created"], more["existing"]) == (2, 1)
+    assert ConversationTurn.objects.filter(session_id="s1").count() == 502
+
+
+def test_a_batch_is_all_or_nothing_and_names_the_turn(api):
+    url = "/api/v1/sessions/s1/turns/"
+    api.post(url, {"turns": _turns(2)}, format="json")
+    conflict = api.post(url, {"turns": _turns(4, prefix="other")}, format="json")
+    assert conflict.status_code == 409
+    assert "turns[0].turn_index" in conflict.json()["error"]["fields"]
+    assert ConversationTurn.objects.count() == 2
+    bad = _turns(3, start=10)
+    bad[2]["content"] = "password=" + "hunter22"
+    refused = api.post(url, {"turns": bad}, format="json")
+    assert refused.status_code == 422
+    assert list(refused.json()["error"]["fields"]) == ["turns[2].content"]
+    missing = _turns(3, start=10)
+    del missing[1]["role"]
+    assert api.post(url, {"turns": missing}, format="json").status_code == 400
+    too_many = api.post(url, {"turns": _turns(501, start=10)}, format="json")
+    assert too_many.status_code == 400 and "turns" in too_many.json()["error"]["fields"]
+    assert ConversationTurn.objects.count() == 2
+
+
+def test_an_incognito_batch_records_nothing(api):
+    response = api.post(
+        "/api/v1/sessions/s1/turns/", {"turns": _turns(3), "incognito": True}, format="json"
+    )
+    assert response.status_code == 202 and response.json() == {"recorded": False}
+    assert not ConversationTurn.objects.exists()

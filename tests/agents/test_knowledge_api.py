@@ -307,3 +307,46 @@ def test_another_workspace_can_neither_read_nor_change_nor_detect_items(api, mak
     assert recall["results"] == []
     item.refresh_from_db()
     assert (item.content, item.domain, item.status) == ("Workspace A's secret plan", "", "active")
+
+
+def test_remember_accepts_observed_at_and_recall_filters_by_it(api):
+    old = "2023-05-08T13:56:00+00:00"
+    body = api.post(
+        "/api/v1/knowledge/",
+        {"content": "Caroline went to the LGBTQ support group", "observed_at": old},
+        format="json",
+    ).json()
+    assert body["observed_at"].startswith("2023-05-08T13:56")
+    api.post("/api/v1/knowledge/", {"content": "Caroline went to the pottery class"}, format="json")
+    batch = api.post(
+        "/api/v1/knowledge/batch/",
+        {"items": [{"content": "Melanie painted a sunrise", "observed_at": old}]},
+        format="json",
+    )
+    assert batch.status_code == 201, batch.content
+    in_may = api.post(
+        "/api/v1/recall/",
+        {
+            "query": "what did Caroline and Melanie do",
+            "time_from": "2023-05-01T00:00:00Z",
+            "time_to": "2023-05-31T23:59:59Z",
+            "top_k": 10,
+        },
+        format="json",
+    ).json()["results"]
+    assert {r["content"] for r in in_may} == {
+        "Caroline went to the LGBTQ support group",
+        "Melanie painted a sunrise",
+    }
+    assert all(r["observed_at"].startswith("2023-05-08") for r in in_may)
+
+
+def test_remember_refuses_observed_at_in_the_future(api):
+    response = api.post(
+        "/api/v1/knowledge/",
+        {"content": "a note from tomorrow", "observed_at": "2999-01-01T00:00:00Z"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "observed_at" in response.json()["error"]["fields"]
+    assert not api.get("/api/v1/knowledge/").json()["results"]

@@ -78,3 +78,50 @@ def test_recall_accepts_a_client_query_vector(api):
     )
     assert response.status_code == 200
     assert response.json()["results"][0]["vector_rank"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_many_concurrent_recalls_on_overlapping_items_never_fail(live_server, api):
+    """Recalls and batch writes that touch the same rows in different orders: no 5xx."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    ws = api.agent.workspace
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    for i in range(24):
+        KnowledgeFactory(
+            workspace=ws, content=f"{words[i % 6]} {words[(i + 1) % 6]} note {i} on the rollout"
+        )
+    queries = [f"{words[i % 6]} {words[(i + 3) % 6]} rollout" for i in range(6)]
+    token = api.raw_token
+    barrier = threading.Barrier(16)
+
+    def run(n):
+        headers = {"Authorization": f"Bearer {token}"}
+        codes = []
+        with httpx.Client(base_url=live_server.url, headers=headers, timeout=120) as client:
+            barrier.wait()
+            for j in range(8):
+                if n % 4 == 3:  # a writer restating items (dedup merges lock rows)
+                    items = [
+                        {
+                            "content": f"{words[(n + j + k) % 6]} {words[(n + j + k + 1) % 6]} "
+                            f"note {(n + j + k) % 24} on the rollout"
+                        }
+                        for k in range(6)
+                    ][:: 1 if j % 2 else -1]
+                    r = client.post("/api/v1/knowledge/batch/", json={"items": items})
+                else:
+                    r = client.post(
+                        "/api/v1/recall/", json={"query": queries[(n + j) % 6], "top_k": 10}
+                    )
+                codes.append((r.status_code, r.text[:200]))
+        return codes
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = [c for codes in pool.map(run, range(16)) for c in codes]
+    failures = [c for c in results if c[0] >= 500]
+    assert not failures, failures[:3]
+    assert all(c[0] in (200, 201) for c in results), {c[0] for c in results}

@@ -17,6 +17,9 @@ SECRETS = {
     "url_password": "connect to postgres://admin:" + "hunter22" + "@db.internal:5432/app",
     "assignment": "set password=" + "hunter22" + " in the env file",
     "json_secret": '{"client_secret": "' + "s3cr3tValue" + '"}',
+    "secret_mixed": "secret=" + "a8f3k2m9q7",
+    "token_entropy": 'token: "' + "QwErTyUiOpAsDfGh" + '"',
+    "password_letters": "password='" + "hunterhunter" + "'",
     "bearer": "curl -H 'Authorization: Bearer " + "abcdefghijklmnop12345" + "'",
 }
 
@@ -34,6 +37,11 @@ ORDINARY = [
     "redis://localhost:6379/0",
     "email sarah.chen@example.com about the AKIA rotation policy",
     "the API key is stored in the vault under ci/deploy",
+    'here is a secret: "grant agency staff hate grant writers,"',
+    "my secret = 'I never liked the office coffee'",
+    "the secret: 'practice every day'",
+    "a token: 'of our appreciation'",
+    "token=thanks",
 ]
 
 

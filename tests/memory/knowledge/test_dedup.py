@@ -3,8 +3,9 @@ import pytest
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.embeddings import get_embedder
+from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.dedup import _dedup_candidates, normalised_words, overlap_coefficient
-from memory.knowledge.services import knowledge_forget, knowledge_remember, knowledge_remember_many
+from memory.knowledge.services import knowledge_forget, knowledge_remember
 from memory.knowledge.validation import _prepare
 from memory.models import Knowledge
 from tests.factories.identity import AgentFactory, WorkspaceFactory
@@ -156,3 +157,141 @@ def test_error_items_dedup_by_operation_key(workspace, as_agent):
     )
     assert second.deduplicated_into == first.item.pk
     assert Knowledge.objects.filter(category="error").count() == 1
+
+
+# --------------------------------------------------------------------------- never lose content
+
+NEAR_MISSES = [
+    ("I bought a red tennis racket yesterday", "I bought a blue tennis racket yesterday"),
+    (
+        "The deploy takes 5 minutes on the big runner",
+        "The deploy takes 50 minutes on the big runner",
+    ),
+    ("We met Anna at the cafe near the office", "We met Maria at the cafe near the office"),
+    ("The release is planned for Monday at noon", "The release is planned for Friday at noon"),
+    ("Standup moved to ten in the small room", "Standup moved to eleven in the small room"),
+    (
+        "Caroline went to the support group in May 2023",
+        "Caroline went to the support group in June 2023",
+    ),
+    ("She has two dogs and a cat at home", "She has three dogs and a cat at home"),
+    ("My sister loves hiking in the mountains", "My brother loves hiking in the mountains"),
+    (
+        "The build cache lives on the NAS in rack four",
+        "The build cache lives on the SAN in rack four",
+    ),
+]
+
+
+def test_near_misses_are_never_merged(workspace, as_agent):
+    for a, b in NEAR_MISSES:
+        first = knowledge_remember(workspace=workspace, actor=as_agent, content=a)
+        second = knowledge_remember(workspace=workspace, actor=as_agent, content=b)
+        assert first.created and second.created, (a, b)
+    stored = set(Knowledge.objects.values_list("content", flat=True))
+    assert stored == {text for pair in NEAR_MISSES for text in pair}
+
+
+def test_near_misses_in_one_batch_are_never_merged(workspace, as_agent):
+    items = [{"content": text} for pair in NEAR_MISSES for text in pair]
+    results = knowledge_remember_many(workspace=workspace, actor=as_agent, items=items)
+    assert all(r.created for r in results)
+    assert Knowledge.objects.count() == len(items)
+
+
+def test_transcript_turns_are_never_merged(workspace, as_agent):
+    items = [
+        {"content": "Yes, I love it so much!", "metadata": {"dia_id": "D1:3"}},
+        {"content": "Yes, I love it so much!", "metadata": {"dia_id": "D4:7"}},
+        {"content": "Wow, that sounds great", "metadata": {"kind": "turn"}},
+        {"content": "Wow, that sounds really great", "metadata": {"kind": "turn"}},
+    ]
+    results = knowledge_remember_many(workspace=workspace, actor=as_agent, items=items)
+    assert all(r.created for r in results)
+
+
+def test_a_merge_keeps_every_source_and_the_fuller_wording(workspace, as_agent):
+    first = knowledge_remember(
+        workspace=workspace,
+        actor=as_agent,
+        content="Sarah likes green tea in the morning",
+        metadata={"session": "s1", "note": "first"},
+    )
+    second = knowledge_remember(
+        workspace=workspace,
+        actor=as_agent,
+        content="Sarah likes green tea",
+        metadata={"session": "s2", "extra": "x"},
+    )
+    assert second.deduplicated_into == first.item.pk
+    item = Knowledge.objects.get()
+    assert item.content == "Sarah likes green tea in the morning"  # the shorter adds nothing
+    assert item.metadata["session"] == "s1" and item.metadata["note"] == "first"
+    assert item.metadata["extra"] == "x"
+    assert item.metadata["merged"] == [
+        {"source": "agent", "metadata": {"session": "s2", "extra": "x"}}
+    ]
+    assert item.metadata["dedup_count"] == 1
+
+
+def test_dedup_needs_the_vectors_to_agree_as_well_as_the_words(workspace, as_agent):
+    dims = len(get_embedder().embed_one("x"))
+    one, other = [1.0] + [0.0] * (dims - 1), [0.0, 1.0] + [0.0] * (dims - 2)
+    knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Standup is at ten", embedding=one
+    )
+    again = knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Standup is at ten", embedding=other
+    )
+    assert again.created
+    same = knowledge_remember(
+        workspace=workspace, actor=as_agent, content="Standup is at ten", embedding=one
+    )
+    assert not same.created
+
+
+# --------------------------------------------------------------------------- set-based batches
+
+
+def test_a_batch_of_100_takes_a_handful_of_queries(
+    workspace, as_agent, django_assert_max_num_queries
+):
+    knowledge_remember(workspace=workspace, actor=as_agent, content="Sarah likes green tea")
+    items = [{"content": f"Item {i} says the build number is {i * 13}"} for i in range(98)]
+    items += [
+        {"content": "Sarah likes green tea in the morning", "metadata": {"session": "b"}},
+        {"content": "Item 3 says the build number is 39", "metadata": {"session": "c"}},
+    ]
+    get_embedder().embed([i["content"] for i in items])  # warm: the model call is not a query
+    with django_assert_max_num_queries(10):
+        results = knowledge_remember_many(workspace=workspace, actor=as_agent, items=items)
+    assert sum(r.created for r in results) == 98
+    tea = results[98]
+    assert not tea.created and tea.item.content == "Sarah likes green tea in the morning"
+    assert tea.item.metadata["merged"] == [{"source": "agent", "metadata": {"session": "b"}}]
+    assert results[99].deduplicated_into == results[3].item.pk
+    assert Knowledge.objects.count() == 99
+    stored = Knowledge.objects.get(pk=tea.item.pk)
+    assert stored.content == "Sarah likes green tea in the morning"
+    assert stored.metadata["dedup_count"] == 1
+
+
+def test_the_set_based_batch_decides_like_item_by_item(workspace, as_agent):
+    other = WorkspaceFactory()
+    other_actor = Actor.for_agent(AgentFactory(workspace=other))
+    texts = [text for pair in NEAR_MISSES for text in pair] + [
+        "User prefers dark mode",
+        "User prefers dark mode in the editor",
+        "Standup is at ten",
+        "Standup is at ten",
+        "Sarah likes tea",
+        "Sarah likes tea in the morning",
+    ]
+    batch = knowledge_remember_many(
+        workspace=workspace, actor=as_agent, items=[{"content": t} for t in texts]
+    )
+    one_by_one = [knowledge_remember(workspace=other, actor=other_actor, content=t) for t in texts]
+    assert [r.created for r in batch] == [r.created for r in one_by_one]
+    assert sorted(
+        Knowledge.objects.filter(workspace=workspace).values_list("content", flat=True)
+    ) == sorted(Knowledge.objects.filter(workspace=other).values_list("content", flat=True))

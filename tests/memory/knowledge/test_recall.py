@@ -116,7 +116,7 @@ def test_recall_filters_by_context_plus_global(workspace):
 
 def test_recall_filters_by_category_entity_and_time(workspace):
     old = KnowledgeFactory(workspace=workspace, content="Sam likes tea", entity="person:sam")
-    Knowledge.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
+    Knowledge.objects.filter(pk=old.pk).update(observed_at=timezone.now() - timedelta(days=30))
     new = KnowledgeFactory(workspace=workspace, content="Sam likes coffee", entity="person:sam")
     note = KnowledgeFactory(
         workspace=workspace, content="Sam likes jazz", entity="person:sam", category="note"
@@ -291,3 +291,44 @@ def test_an_empty_index_walk_falls_back_to_an_exact_answer(settings):
             cursor.execute("RESET enable_sort")
     assert [h.id for h in hits] == [only.id]
     assert hits[0].vector_rank == 1
+
+
+# --------------------------------------------------------------------------- use counts under locks
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mark_used_never_waits_for_a_row_another_transaction_holds():
+    """A recall marking rows another transaction holds skips them instead of waiting
+    (waiting in different orders is how two recalls deadlocked)."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from memory.knowledge.recall import knowledge_mark_used
+
+    ws = WorkspaceFactory()
+    held = KnowledgeFactory(workspace=ws, content="held row")
+    free = KnowledgeFactory(workspace=ws, content="free row")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold():
+        with transaction.atomic():
+            Knowledge.objects.select_for_update().get(pk=held.pk)
+            locked.set()
+            release.wait(30)
+        connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(30)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")  # the old UPDATE would wait here
+        marked = knowledge_mark_used(workspace=ws, item_ids=[free.pk, held.pk])
+    finally:
+        release.set()
+        holder.join()
+    assert marked == 1
+    held.refresh_from_db()
+    free.refresh_from_db()
+    assert (held.use_count, free.use_count) == (0, 1)

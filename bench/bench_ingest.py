@@ -1,0 +1,257 @@
+"""Ingestion at the speed of the embedder: batch remember and batch turns against
+the raw embedder, measured in the same run.
+
+A real gunicorn (2 workers, the production server) serves the bench database;
+client threads on the same machine post over HTTP. Texts are LoCoMo dialog turns
+(``/work/shared/bench/locomo10.json``), made distinct per copy.
+
+- ``raw embedder``: this process embeds the same texts in batches of 100 with the
+  server's model (the ceiling for anything that embeds server-side);
+- ``batch remember``: ``POST /api/v1/knowledge/batch/`` (100 items, server embeds),
+  2 client threads; then the same batches again with the same ``Idempotency-Key``
+  (retries: nothing may be lost or doubled);
+- ``batch turns``: ``POST /api/v1/sessions/{id}/turns/`` with ``{"turns": [...]}``
+  (500 turns), 2 client threads, then every batch again (retries);
+- ``worker RSS``: each gunicorn worker's resident memory before, during and after
+  ``--rss-items`` server-side embeddings (default 100k) through batch remember.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import BENCH_DATABASE, RESULTS, ROOT, drop_database, setup_django  # noqa: E402
+
+LOCOMO = Path(os.environ.get("CAIRN_LOCOMO", "/work/shared/bench/locomo10.json"))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _locomo_texts() -> list[str]:
+    data = json.loads(LOCOMO.read_text())
+    out = []
+    for sample in data:
+        conv = sample["conversation"]
+        for key in sorted(k for k in conv if k.startswith("session_") and k[8:].isdigit()):
+            out += [f"{t['speaker']}: {t['text']}" for t in conv[key]]
+    return out
+
+
+def _texts(n: int, base: list[str]) -> list[str]:
+    # Distinct texts: a copy number keeps LoCoMo's wording but changes the facts.
+    return [f"{base[i % len(base)]} (copy {i // len(base)} no {i})" for i in range(n)]
+
+
+def _worker_rss(server_pid: int) -> list[int]:
+    """RSS in MB of each gunicorn worker (the server's children)."""
+    out = []
+    children = Path(f"/proc/{server_pid}/task/{server_pid}/children")
+    for pid in children.read_text().split():
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    out.append(int(line.split()[1]) // 1024)
+        except FileNotFoundError:
+            pass
+    return sorted(out)
+
+
+def _post_all(url, token, jobs, threads=2):
+    """POST each (path, body, key) job; returns wall seconds and status counts."""
+    import httpx
+
+    statuses: dict[int, int] = {}
+    client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=300)
+
+    def post(job):
+        path, body, key = job
+        headers = {"Idempotency-Key": key} if key else {}
+        response = client.post(path, json=body, headers=headers)
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        return response
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        responses = list(pool.map(post, jobs))
+    wall = time.perf_counter() - started
+    client.close()
+    return wall, statuses, responses
+
+
+def main(argv: list[str]) -> int:
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    quick = "--quick" in argv
+    rss_items = 5000 if quick else 100_000
+    for arg in argv:
+        if arg.startswith("--rss-items="):
+            rss_items = int(arg.split("=", 1)[1])
+    n = 1000 if quick else 4000
+    setup_django()
+    from django.db import connection
+
+    from memory.core.embeddings import get_embedder
+    from memory.identity.services import agent_get_or_create, token_issue, workspace_get_or_create
+    from memory.models import ConversationTurn, Knowledge
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "TRUNCATE memory_knowledge, memory_conversationturn RESTART IDENTITY CASCADE"
+        )
+    workspace = workspace_get_or_create(name="bench-ingest")
+    agent = agent_get_or_create(workspace=workspace, name="bench-agent")
+    token = token_issue(agent=agent).raw
+    base = _locomo_texts()
+    results: dict = {"n": n, "rss_items": rss_items}
+
+    # Raw embedder, in this process, the same batches the API gets.
+    embedder = get_embedder()
+    texts = _texts(n, base)
+    embedder.embed(texts[:100])  # load the model
+    started = time.perf_counter()
+    for start in range(0, n, 100):
+        embedder.embed(texts[start : start + 100])
+    raw_wall = time.perf_counter() - started
+    results["raw_embedder"] = {"items": n, "items_per_s": round(n / raw_wall, 1)}
+    print("raw embedder", results["raw_embedder"], flush=True)
+
+    port = _free_port()
+    env = {**os.environ, "CAIRN_DATABASE_NAME": BENCH_DATABASE,
+           "DJANGO_SETTINGS_MODULE": "cairn.settings", "CAIRN_REDIS_DB": "2"}  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "cairn.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "2", "--threads", "2", "--timeout", "300", "--log-level", "warning"],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        import httpx
+
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{url}/api/v1/schema/", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("gunicorn did not start")
+            time.sleep(0.3)
+        # Warm both workers' models.
+        _post_all(url, token, [("/api/v1/recall/", {"query": "warm up"}, None)] * 4)
+        results["rss_start_mb"] = _worker_rss(server.pid)
+
+        # Batch remember.
+        jobs = [
+            (
+                "/api/v1/knowledge/batch/",
+                {"items": [{"content": t, "context": "bench"} for t in texts[s : s + 100]]},
+                f"remember-{s}",
+            )
+            for s in range(0, n, 100)
+        ]
+        wall, statuses, _ = _post_all(url, token, jobs)
+        again_wall, again_statuses, _ = _post_all(url, token, jobs)
+        stored = Knowledge.objects.filter(workspace=workspace, context="bench")
+        rows = stored.count()
+        distinct = stored.values("content").distinct().count()
+        results["batch_remember"] = {
+            "items": n,
+            "batch": 100,
+            "items_per_s": round(n / wall, 1),
+            "ratio_to_raw_embedder": round(n / wall / results["raw_embedder"]["items_per_s"], 2),
+            "statuses": statuses,
+            "retry_statuses": again_statuses,
+            "retry_wall_s": round(again_wall, 2),
+            "lost": n - distinct,
+            "doubled": rows - distinct,
+        }
+        print("batch remember", results["batch_remember"], flush=True)
+
+        # Batch turns.
+        turn_jobs = []
+        for s in range(0, n, 500):
+            turns = [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": t, "turn_index": i}
+                for i, t in enumerate(texts[s : s + 500])
+            ]
+            turn_jobs.append((f"/api/v1/sessions/bench-{s}/turns/", {"turns": turns}, None))
+        wall, statuses, _ = _post_all(url, token, turn_jobs)
+        again_wall, again_statuses, _ = _post_all(url, token, turn_jobs)
+        turns = ConversationTurn.objects.filter(workspace=workspace)
+        results["batch_turns"] = {
+            "turns": n,
+            "batch": 500,
+            "turns_per_s": round(n / wall, 1),
+            "ratio_to_raw_embedder": round(n / wall / results["raw_embedder"]["items_per_s"], 2),
+            "statuses": statuses,
+            "retry_statuses": again_statuses,
+            "lost": n - turns.values("session_id", "turn_index").distinct().count(),
+            "doubled": turns.count() - turns.values("session_id", "turn_index").distinct().count(),
+        }
+        print("batch turns", results["batch_turns"], flush=True)
+
+        # Worker RSS over sustained server-side embedding.
+        rss = [{"embedded": 0, "rss_mb": _worker_rss(server.pid)}]
+        more = _texts(rss_items, base)
+        step = max(rss_items // 10, 100)
+        started = time.perf_counter()
+        for chunk in range(0, rss_items, step):
+            jobs = [
+                (
+                    "/api/v1/knowledge/batch/",
+                    {"items": [{"content": t, "context": "rss"} for t in more[s : s + 100]]},
+                    None,
+                )
+                for s in range(chunk, min(chunk + step, rss_items), 100)
+            ]
+            _post_all(url, token, jobs)
+            rss.append(
+                {"embedded": min(chunk + step, rss_items), "rss_mb": _worker_rss(server.pid)}
+            )
+            print("rss", rss[-1], flush=True)
+        results["rss"] = rss
+        results["rss_items_per_s"] = round(rss_items / (time.perf_counter() - started), 1)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results["load"] = os.getloadavg()
+    (RESULTS / "ingest.json").write_text(json.dumps(results, indent=2))
+    r, b, t = results["raw_embedder"], results["batch_remember"], results["batch_turns"]
+    lines = [
+        "| path | items/s | × raw embedder | lost | doubled |",
+        "| --- | --- | --- | --- | --- |",
+        f"| raw embedder (batches of 100, in process) | {r['items_per_s']} | 1.00 | | |",
+        f"| batch remember (100/request, 2 clients) | {b['items_per_s']} | "
+        f"{b['ratio_to_raw_embedder']} | {b['lost']} | {b['doubled']} |",
+        f"| batch turns (500/request, 2 clients) | {t['turns_per_s']} | "
+        f"{t['ratio_to_raw_embedder']} | {t['lost']} | {t['doubled']} |",
+        "",
+        "| server-side embeddings | worker RSS (MB) |",
+        "| --- | --- |",
+        *[f"| {p['embedded']} | {', '.join(map(str, p['rss_mb']))} |" for p in results["rss"]],
+    ]
+    (RESULTS / "ingest.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    drop_database()
+    return 0 if not (b["lost"] or b["doubled"] or t["lost"] or t["doubled"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
