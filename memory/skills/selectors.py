@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Count, F, Prefetch, Q
+from django.db.models import CharField, Count, F, Prefetch, Q
+from django.db.models.functions import Cast
 
 from cairn.errors import NotFoundError
 from memory.models import (
     Agent,
     AgentTool,
+    AuditEvent,
     DeltaKind,
     DeltaStatus,
     LearnedFact,
@@ -259,6 +261,75 @@ def delta_review_list(
     if agent_id is not None:
         qs = qs.filter(agent_id=agent_id)
     return qs
+
+
+# --------------------------------------------------------------------------- decisions
+
+# What a person (or the auto-approve setting) decided about a pending delta, by the
+# queue it left; the audit record's ``details["from"]`` says which queue that was.
+DECISION_ACTIONS = {
+    "delta.approve": "approved",
+    "delta.auto_approve": "approved automatically",
+    "delta.confirm_quarantined": "confirmed",
+    "delta.reapprove": "re-approved",
+    "delta.reject": "rejected",
+}
+DECISION_ORDER = ("-created_at", "-id")
+
+
+def delta_decision_list(
+    *,
+    workspace: Workspace,
+    status: str,
+    decision: str = "",
+    actor: str = "",
+    skill_name: str = "",
+    agent_id: int | None = None,
+):
+    """Decisions on deltas that left the ``status`` queue, newest first (audit events).
+
+    ``decision`` is ``approved`` (any activation) or ``rejected``; ``actor`` matches
+    as a prefix (``user:``). Deltas are attached by ``delta_decision_attach``.
+    """
+    actions = list(DECISION_ACTIONS)
+    if decision == "rejected":
+        actions = ["delta.reject"]
+    elif decision == "approved":
+        actions = [a for a in actions if a != "delta.reject"]
+    qs = AuditEvent.objects.filter(
+        workspace=workspace, target_type="skill_delta", action__in=actions, details__from=status
+    )
+    if actor:
+        qs = qs.filter(actor__startswith=actor)
+    if skill_name or agent_id is not None:
+        deltas = SkillDelta.objects.filter(workspace=workspace)
+        if skill_name:
+            deltas = deltas.filter(skill__name=skill_name)
+        if agent_id is not None:
+            deltas = deltas.filter(agent_id=agent_id)
+        ids = deltas.annotate(key=Cast("id", CharField())).values("key")
+        qs = qs.filter(target_id__in=ids)
+    return qs
+
+
+def delta_decision_attach(*, workspace: Workspace, events: list) -> list:
+    """Give each decision event its ``delta`` (or None once erased) and a ``decision`` label."""
+    ids = {int(e.target_id) for e in events if e.target_id.isdigit()}
+    deltas = {d.pk: d for d in _review_rows(workspace=workspace).filter(pk__in=ids)}
+    for event in events:
+        event.delta = deltas.get(int(event.target_id)) if event.target_id.isdigit() else None
+        event.decision = DECISION_ACTIONS.get(event.action, event.action)
+    return events
+
+
+def delta_history(*, delta: SkillDelta, limit: int | None = None) -> list[AuditEvent]:
+    """Everything recorded about ``delta``, oldest first: created, scanned, decided, orphaned…"""
+    limit = limit or settings.CAIRN_UI_LESSON_ACTIVITY_MAX
+    return list(
+        AuditEvent.objects.filter(
+            workspace_id=delta.workspace_id, target_type="skill_delta", target_id=str(delta.pk)
+        ).order_by("created_at", "id")[:limit]
+    )
 
 
 def delta_review_get(*, workspace: Workspace, pk) -> SkillDelta | None:

@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 
 from django import template
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from reviews import highlight
@@ -151,3 +152,26 @@ def json_short(value, limit: int = 120) -> str:
     """A JSON value as compact text, cut at ``limit`` characters."""
     text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Audit targets with a page of their own: target_type -> URL name taking the id.
+TARGET_PAGES = {
+    "skill_delta": "reviews:deltas_detail",
+    "lesson": "reviews:lessons_detail",
+    "knowledge": "reviews:knowledge_detail",
+    "job_run": "reviews:jobs_detail",
+    "erasure_receipt": "reviews:erasures_detail",
+}
+
+
+@register.filter
+def target_url(event) -> str:
+    """The page of an audit event's target, or "" when it has none."""
+    name = TARGET_PAGES.get(getattr(event, "target_type", ""))
+    target_id = str(getattr(event, "target_id", ""))
+    if not name or not target_id.isdigit():
+        return ""
+    try:
+        return reverse(name, args=[int(target_id)])
+    except NoReverseMatch:
+        return ""
