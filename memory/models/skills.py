@@ -154,6 +154,8 @@ class SkillDelta(models.Model):
     payload = models.JSONField(default=dict)
     provenance = models.JSONField(default=dict, blank=True)
     provenance_source = models.CharField(max_length=32, choices=ProvenanceSource.choices)
+    # Why the agent proposed it, in its own words (optional, shown to reviewers first).
+    rationale = models.CharField(max_length=400, blank=True, default="")
     trust = models.CharField(max_length=16, choices=DeltaTrust.choices)
     scope = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=DeltaStatus.choices)

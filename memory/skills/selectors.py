@@ -370,6 +370,12 @@ def skill_agent_get(*, workspace: Workspace, pk: int) -> Agent | None:
     return Agent.objects.select_related("workspace").filter(workspace=workspace, pk=pk).first()
 
 
+def skill_version_bodies(*, workspace: Workspace, ids) -> dict[int, str]:
+    """{version id: body} for versions of ``workspace``'s skills, in one query."""
+    rows = SkillVersion.objects.filter(skill__workspace=workspace, pk__in=set(ids))
+    return dict(rows.values_list("id", "body"))
+
+
 def skill_version_list(*, skill: Skill, limit: int) -> tuple[list[SkillVersion], int]:
     """The newest ``limit`` versions of ``skill`` (without their text) and how many exist."""
     versions = list(

@@ -175,3 +175,15 @@ def provenance_classify(provenance) -> tuple[str, str, dict]:
         return ProvenanceSource.UNREADABLE, DeltaTrust.UNTRUSTED, {}
     trust = DeltaTrust.TRUSTED if source in TRUSTED_SOURCES else DeltaTrust.UNTRUSTED
     return source, trust, {"source": source, "turns": list(turns)}
+
+
+TRUST_SAMPLES_SHOWN = 50
+
+
+def trust_sample_list(*, workspace: Workspace, scope: str, limit: int = TRUST_SAMPLES_SHOWN):
+    """The newest samples on ``scope`` (what a trust-ledger number is made of), with agents."""
+    return list(
+        FeedbackSample.objects.filter(workspace=workspace, scope=scope)
+        .select_related("agent")
+        .order_by("-created_at", "-id")[:limit]
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django import template
 from django.urls import NoReverseMatch, reverse
@@ -175,3 +176,31 @@ def target_url(event) -> str:
         return reverse(name, args=[int(target_id)])
     except NoReverseMatch:
         return ""
+
+
+@register.filter
+def turn_links(turns) -> list[dict]:
+    """Provenance turn refs (``sess_91f3#12``) as links to the conversation viewer.
+
+    Each link opens the session with every turn the same delta cites in it marked.
+    A ref that is not ``<session>#<index>`` stays plain text (``url`` empty).
+    """
+    refs = []
+    for raw in turns or []:
+        text = str(raw)
+        session, sep, index = text.rpartition("#")
+        ok = bool(sep and session and index.isdigit() and len(session) <= 200)
+        refs.append({"label": text, "session": session if ok else "", "index": index})
+    cites: dict[str, list[str]] = {}
+    for ref in refs:
+        if ref["session"]:
+            cites.setdefault(ref["session"], []).append(ref["index"])
+    base = reverse("reviews:conversations")
+    for ref in refs:
+        ref["url"] = ""
+        if ref["session"]:
+            query = urlencode(
+                [("session", ref["session"])] + [("cite", i) for i in cites[ref["session"]]]
+            )
+            ref["url"] = f"{base}?{query}#turn-{ref['index']}"
+    return refs

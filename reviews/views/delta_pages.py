@@ -22,6 +22,7 @@ from memory.skills.selectors import (
     delta_history,
     delta_review_get,
 )
+from memory.skills.trust import TRUST_SAMPLES_SHOWN, trust_sample_list
 from reviews.access import require_role
 from reviews.htmx import render_page
 from reviews.pagination import paginate
@@ -82,6 +83,8 @@ def deltas_detail(request, pk: int):
     context = {
         "delta": delta,
         "history": _history(delta),
+        "samples": trust_sample_list(workspace=request.workspace, scope=delta.scope),
+        "samples_shown": TRUST_SAMPLES_SHOWN,
         "queue_url": f"{reverse(queue)}#delta-{delta.pk}" if queue else "",
         "skill_url": f"{reverse('reviews:skills_detail', args=[delta.skill.name])}"
         f"?agent={delta.agent_id}",

@@ -39,9 +39,18 @@ from memory.skills.selectors import (
     delta_review_list,
     orphan_notice_get,
     orphan_notice_list,
+    skill_version_bodies,
 )
+from memory.skills.skillmd import section_text
 from reviews.access import actor_for, require_role
-from reviews.diffs import diff_counts, effective_render, unified_diff
+from reviews.diffs import (
+    diff_blocks,
+    diff_counts,
+    effective_render,
+    mark_scaffolding,
+    side_by_side,
+    unified_diff,
+)
 from reviews.forms import ConfirmUntrustedForm, ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
@@ -56,15 +65,52 @@ NOTICES_SHOWN = 10
 # --------------------------------------------------------------------------- reading
 
 
+def _is_stale(delta) -> bool:
+    rebase = delta.preview["rebase"] or {}
+    return delta.status == DeltaStatus.ORPHANED and bool(delta.stale or rebase.get("stale"))
+
+
+def _section_change(delta, old_body: str | None) -> dict | None:
+    """For a stale orphan: its section's text in the version it was written for → now."""
+    old = section_text(old_body, delta.anchor_section) if old_body is not None else None
+    new = section_text(delta.skill.current_version.body, delta.anchor_section)
+    if old is None or new is None:
+        return None
+    return {
+        "old_version": delta.anchor_version.version,
+        "new_version": delta.skill.current_version.version,
+        "diff": unified_diff(old["text"], new["text"], context=1000),
+    }
+
+
 def with_previews(workspace, deltas: list) -> list:
-    """Attach to each delta its preview (see ``delta_previews``) and the diff it makes."""
+    """Attach to each delta its preview (see ``delta_previews``) and what the card shows.
+
+    - ``anchored``: the anchored section of the current base, in full;
+    - ``diff`` (scaffolding marked), ``diff_blocks`` (scaffolding folded),
+      ``diff_rows`` (side by side) and ``diff_counts`` (scaffolding not counted);
+    - ``section_change``: for stale orphans, the section's old → new text.
+    """
     previews = delta_previews(workspace=workspace, deltas=list(deltas))
     for delta in deltas:
         delta.preview = previews[delta.pk]
-        delta.diff = unified_diff(
-            effective_render(delta.preview["without"]), effective_render(delta.preview["with"])
+    old_bodies = skill_version_bodies(
+        workspace=workspace, ids=[d.anchor_version_id for d in deltas if _is_stale(d)]
+    )
+    for delta in deltas:
+        after = effective_render(delta.preview["with"])
+        delta.diff = mark_scaffolding(
+            unified_diff(effective_render(delta.preview["without"]), after), after=after
         )
+        delta.diff_blocks = diff_blocks(delta.diff)
+        delta.diff_rows = side_by_side(delta.diff)
         delta.diff_counts = diff_counts(delta.diff)
+        delta.anchored = section_text(delta.skill.current_version.body, delta.anchor_section)
+        delta.section_change = (
+            _section_change(delta, old_bodies.get(delta.anchor_version_id))
+            if _is_stale(delta)
+            else None
+        )
         delta.group_key = (delta.skill_id, delta.anchor_version_id)
     return deltas
 

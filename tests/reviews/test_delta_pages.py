@@ -178,3 +178,31 @@ def test_decided_lists_other_workspaces_decisions_never(viewer, person):
     )
     html = viewer.get("/deltas/staged/decided/").content.decode()
     assert f'href="/deltas/{delta.pk}/"' not in html and "Nothing decided here yet" in html
+
+
+# --- what the change touches ----------------------------------------------------------
+
+
+def test_the_card_shows_the_anchored_section_in_full_and_a_side_by_side_view(viewer, agent):
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    html = viewer.get("/deltas/staged/").content.decode()
+    start = html.index(f'data-testid="anchored-{delta.pk}"')
+    anchored = html[start : html.index("</figure>", start)]
+    assert "## Escalation\nEscalate a thread when it has been waiting longer than the" in anchored
+    assert "Drafting replies" not in anchored  # only that section
+    assert f'data-testid="split-{delta.pk}"' in html
+    split = html[html.index('aria-label="Side-by-side diff"') :]
+    assert '<span class="tx add" role="cell">- Escalate anything from the CFO' in split
+
+
+def test_a_stale_orphan_shows_how_its_section_changed(viewer, agent, person, workspace):
+    delta = propose(agent, "Escalate CFO threads after 48 hours.")
+    delta_approve(delta=delta, actor=person, reason="ok")
+    register_v2(workspace)  # rewrites the Escalation section
+    html = viewer.get("/deltas/orphans/").content.decode()
+    start = html.index(f'data-testid="section-change-{delta.pk}"')
+    change = html[start : html.index("</figure>", start)]
+    assert "1.0.0 → 2.0.0" in change
+    assert '<div class="dl del"' in change and "follow-up window" in change
+    assert '<div class="dl add"' in change and "one business day" in change
+    assert change.index("follow-up window") < change.index("one business day")
