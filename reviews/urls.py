@@ -62,6 +62,7 @@ urlpatterns = [
     ),
     path("deltas/<int:pk>/", delta_pages.deltas_detail, name="deltas_detail"),
     path("deltas/staged/", deltas.staged, name="staged"),
+    path("deltas/staged/approve/", deltas.staged_approve_bulk, name="staged_approve_bulk"),
     path("deltas/staged/decided/", delta_pages.staged_decided, name="staged_decided"),
     path("deltas/quarantine/decided/", delta_pages.quarantine_decided, name="quarantine_decided"),
     path("deltas/orphans/decided/", delta_pages.orphans_decided, name="orphans_decided"),

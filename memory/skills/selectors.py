@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import CharField, Count, F, Prefetch, Q
+from django.db.models import CharField, Count, Exists, F, OuterRef, Prefetch, Q
 from django.db.models.functions import Cast
 
 from cairn.errors import NotFoundError
@@ -149,10 +149,26 @@ def orphan_notice_get(*, workspace: Workspace, pk) -> OrphanNotice | None:
     )
 
 
+def _orphans_remain():
+    """A notice is still open while its skill has orphans: handling them all closes it."""
+    return Exists(
+        SkillDelta.objects.filter(
+            workspace_id=OuterRef("workspace_id"),
+            skill_id=OuterRef("skill_id"),
+            status=DeltaStatus.ORPHANED,
+        )
+    )
+
+
 def orphan_notice_list(*, workspace: Workspace, unseen_only: bool = True):
+    """Notices of skill updates that orphaned deltas; by default the open ones only.
+
+    Open: not dismissed, and the skill still has orphans (re-approving or
+    discarding the last one closes the notice without a click).
+    """
     qs = OrphanNotice.objects.filter(workspace=workspace).select_related("skill", "version")
     if unseen_only:
-        qs = qs.filter(seen_at__isnull=True)
+        qs = qs.filter(seen_at__isnull=True).filter(_orphans_remain())
     return qs.order_by("-created_at", "-id")
 
 
@@ -203,7 +219,7 @@ def skill_kpis(*, workspace: Workspace) -> dict:
         "untrusted_active_unconfirmed": sum(row["unconfirmed"] for row in active),
         "orphans_pending": sum(r["n"] for r in rows if r["status"] == DeltaStatus.ORPHANED),
         "orphan_notices_unseen": OrphanNotice.objects.filter(
-            workspace=workspace, seen_at__isnull=True
+            _orphans_remain(), workspace=workspace, seen_at__isnull=True
         ).count(),
     }
 
@@ -253,6 +269,7 @@ def delta_review_list(
     status: str,
     skill_name: str = "",
     agent_id: int | None = None,
+    kind: str = "",
 ):
     """Deltas in one review queue with what their cards show, in a fixed number of queries."""
     qs = _review_rows(workspace=workspace).filter(status=status)
@@ -260,7 +277,29 @@ def delta_review_list(
         qs = qs.filter(skill__name=skill_name)
     if agent_id is not None:
         qs = qs.filter(agent_id=agent_id)
+    if kind:
+        qs = qs.filter(kind=kind)
     return qs
+
+
+def delta_queue_facets(*, workspace: Workspace, status: str) -> dict:
+    """The skills and agents with deltas in one queue, with counts, for its filters."""
+    rows = (
+        SkillDelta.objects.filter(workspace=workspace, status=status)
+        .values("skill__name", "agent_id", "agent__name")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    skills: dict[str, int] = {}
+    agents: dict[tuple[str, int], int] = {}
+    for row in rows:  # one query: (skill, agent) pairs, summed both ways
+        skills[row["skill__name"]] = skills.get(row["skill__name"], 0) + row["n"]
+        key = (row["agent__name"], row["agent_id"])
+        agents[key] = agents.get(key, 0) + row["n"]
+    return {
+        "skills": [{"name": name, "n": n} for name, n in sorted(skills.items())],
+        "agents": [{"id": pk, "name": name, "n": n} for (name, pk), n in sorted(agents.items())],
+    }
 
 
 # --------------------------------------------------------------------------- decisions

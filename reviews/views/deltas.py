@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
-from memory.models import DeltaStatus
+from memory.models import DeltaKind, DeltaStatus
 from memory.skills.consent import (
     delta_approve,
     delta_confirm_quarantined,
@@ -35,6 +35,7 @@ from memory.skills.effective import delta_previews
 from memory.skills.selectors import (
     DELTA_QUEUE_ORDER,
     ORPHAN_ORDER,
+    delta_queue_facets,
     delta_review_get,
     delta_review_list,
     orphan_notice_get,
@@ -115,10 +116,30 @@ def with_previews(workspace, deltas: list) -> list:
     return deltas
 
 
+# ?sort= for the waiting queues: keyset orderings (each ends in the unique id).
+SORTS = {
+    "oldest": ("created_at", "id"),
+    "newest": ("-created_at", "-id"),
+    "skill": ("skill_id", "created_at", "id"),
+    "agent": ("agent_id", "created_at", "id"),
+}
+SORT_LABELS = {
+    "oldest": "waiting longest",
+    "newest": "newest",
+    "skill": "by skill",
+    "agent": "by agent",
+}
+
+
 def _filters(request) -> dict:
     skill = request.GET.get("skill", "").strip()[:64]
     agent = request.GET.get("agent", "").strip()
-    return {"skill": skill, "agent": int(agent) if agent.isdigit() else None}
+    kind = request.GET.get("kind", "").strip()
+    return {
+        "skill": skill,
+        "agent": int(agent) if agent.isdigit() and len(agent) < 10 else None,
+        "kind": kind if kind in DeltaKind.values else "",
+    }
 
 
 def _queue_context(request, *, status: str, url_name: str, ordering) -> dict:
@@ -128,14 +149,27 @@ def _queue_context(request, *, status: str, url_name: str, ordering) -> dict:
         status=status,
         skill_name=filters["skill"],
         agent_id=filters["agent"],
+        kind=filters["kind"],
     )
-    page = paginate(request, queryset, ordering=ordering)
+    sort = request.GET.get("sort", "")
+    if sort not in SORTS or ordering == ORPHAN_ORDER:
+        sort = ""
+    page = paginate(request, queryset, ordering=SORTS[sort] if sort else ordering)
     with_previews(request.workspace, page.items)
+    filtered = bool(filters["skill"] or filters["agent"] is not None or filters["kind"])
     return {
         "page": page,
+        "total": queryset.count(),
         "filter_skill": filters["skill"],
         "filter_agent": filters["agent"],
-        "filtered": bool(filters["skill"] or filters["agent"] is not None),
+        "filter_kind": filters["kind"],
+        "sort": sort or "oldest",
+        "sorts": SORT_LABELS if ordering != ORPHAN_ORDER else {},
+        "kinds": DeltaKind.values,
+        "grouped": sort == "skill",
+        "ticked": [],
+        "filtered": filtered,
+        "facets": lambda: delta_queue_facets(workspace=request.workspace, status=status),
         "list_url": reverse(f"reviews:{url_name}"),
         "api_hint": "POST /api/v1/skills/{name}/deltas/",
     }
@@ -254,6 +288,67 @@ def staged_approve(request, pk: int):
         done="Delta #{pk} approved: {skill} uses it from the next session.",
         list_url="reviews:staged",
     )
+
+
+@require_role("reviewer")
+@require_POST
+def staged_approve_bulk(request):
+    """Approve the ticked staged deltas with one shared reason, each through ``delta_approve``.
+
+    Only staged deltas of this workspace are looked up, so no quarantined (untrusted)
+    delta can be approved through this form, whatever ids are posted; one the ledger
+    bar still blocks is refused and stays, with the service's reason in the summary.
+    """
+    form = ReasonForm(request.POST)
+    ids = _selected_ids(request)
+    error = form.first_error() if not form.is_valid() else ""
+    if not ids:
+        error = "Tick at least one delta to approve."
+    if error:
+        if wants_fragment(request):
+            context = {
+                **_queue_context(
+                    request,
+                    status=DeltaStatus.STAGED,
+                    url_name="staged",
+                    ordering=DELTA_QUEUE_ORDER,
+                ),
+                "bulk_error": error,
+                "ticked": ids,
+            }
+            return render_action(request, f"{STAGED}#rows", context, status=422)
+        messages.error(request, error)
+        return redirect_back("reviews:staged")
+    found = list(
+        delta_review_list(workspace=request.workspace, status=DeltaStatus.STAGED)
+        .filter(pk__in=ids)
+        .order_by("id")
+    )
+    actor = actor_for(request)
+    approved, refused = [], []
+    for delta in found:
+        try:
+            delta_approve(delta=delta, actor=actor, reason=form.cleaned_data["reason"])
+        except ApplicationError as exc:
+            if exc.status_code == 403:
+                raise PermissionDenied(exc.message) from exc
+            refused.append(f"#{delta.pk}: {exc.message}")
+        else:
+            approved.append(delta.pk)
+    skipped = len(ids) - len(found)
+    summary = f"Approved {len(approved)} of {len(ids)}"
+    if refused:
+        summary += f"; refused {'; '.join(refused)}"
+    if skipped:
+        summary += f"; {skipped} no longer staged"
+    level = messages.SUCCESS if approved and not refused else messages.WARNING
+    messages.add_message(request, level, summary + ".")
+    if wants_fragment(request):
+        context = _queue_context(
+            request, status=DeltaStatus.STAGED, url_name="staged", ordering=DELTA_QUEUE_ORDER
+        )
+        return render_action(request, f"{STAGED}#rows", context)
+    return redirect_back("reviews:staged")
 
 
 @require_role("reviewer")
