@@ -35,6 +35,7 @@ class DeltaSerializer(serializers.Serializer):
     anchor = DeltaAnchorOutputSerializer()
     payload = serializers.JSONField()
     provenance = serializers.JSONField()
+    rationale = serializers.CharField(allow_blank=True)
     scope = serializers.CharField()
     findings = serializers.ListField(child=serializers.DictField())
     stale = serializers.BooleanField()
@@ -62,6 +63,7 @@ def _delta_body(delta) -> dict:
         },
         "payload": delta.payload,
         "provenance": delta.provenance,
+        "rationale": delta.rationale,
         "scope": delta.scope,
         "findings": delta.findings,
         "stale": delta.stale,
@@ -107,6 +109,13 @@ class SkillDeltasApi(APIView):
             allow_blank=True,
             max_length=200,
             help_text="trust-ledger scope (default `skill:<name>`)",
+        )
+        rationale = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            max_length=400,
+            help_text="why the agent proposes this, in a sentence or two (shown to reviewers "
+            "first; credentials are refused)",
         )
         permissions = serializers.JSONField(
             required=False, help_text="always refused: deltas never change permissions"
@@ -205,6 +214,7 @@ class SkillDeltasApi(APIView):
             scope=values.get("scope"),
             permissions=values.get("permissions"),
             security_tier=values.get("security_tier"),
+            rationale=values.get("rationale"),
         )
         if result.fact is not None:
             consumers = fact_consumers(

@@ -42,6 +42,7 @@ class LessonOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     text = serializers.CharField()
     operation_key = serializers.CharField()
+    rationale = serializers.CharField(help_text="why the agent proposed it (may be empty)")
     avoid_operation_key = serializers.CharField()
     target = serializers.CharField()
     scope = serializers.ChoiceField(choices=LessonScope.choices)
@@ -95,6 +96,12 @@ class LessonsApi(APIView):
     class LessonCreateSerializer(ProjectFields):
         text = serializers.CharField(max_length=2000, help_text="one imperative sentence")
         operation_key = serializers.CharField(max_length=200)
+        rationale = serializers.CharField(
+            max_length=400,
+            required=False,
+            allow_blank=True,
+            help_text="why the agent proposes it, shown to reviewers (credentials are refused)",
+        )
         evidence = serializers.ListField(
             child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX),
             max_length=50,
@@ -221,6 +228,7 @@ class LessonsApi(APIView):
             project_digest=project_digest_required(remote=project["remote"], path=project["path"]),
             evidence_ids=data["evidence"],
             source=data["source"],
+            rationale=data.get("rationale"),
         )
         lesson = lesson_get(workspace=request.auth.workspace, lesson_id=lesson.pk)
         body = {**_lesson_body(lesson), "deduplicated_into": None if created else lesson.pk}

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
+from memory.core.secrets import refuse_secrets
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -98,3 +99,24 @@ def prefix_fields(exc: ApplicationError, prefix: str) -> ApplicationError:
     exc.message = f"{prefix}: {exc.message}"
     exc.args = (exc.message,)
     return exc
+
+
+RATIONALE_MAX_CHARS = 400
+
+
+def rationale_clean(rationale) -> str:
+    """An agent's reason for a proposal (a delta, a lesson): optional, ≤ 400 chars.
+
+    Whitespace is collapsed; NUL characters are a 400 and credentials a 422
+    (``credential_refused``), both naming ``rationale``.
+    """
+    if rationale is None:
+        return ""
+    if not isinstance(rationale, str):
+        raise bad_request("rationale", "The rationale is a string.")
+    check_json_strings("rationale", rationale)
+    cleaned = " ".join(rationale.split())
+    if len(cleaned) > RATIONALE_MAX_CHARS:
+        raise bad_request("rationale", f"At most {RATIONALE_MAX_CHARS} characters.")
+    refuse_secrets({"rationale": cleaned})
+    return cleaned

@@ -362,3 +362,40 @@ def tool_call_stats(
         .values("tool", "operation_key", "error", "at", "session_id")[:cap]
     )
     return {"tools": tools, "recent_errors": errors}
+
+
+SESSION_VIEW_MAX = 500
+
+
+def conversation_session_get(*, workspace: Workspace, session_id: str) -> dict:
+    """One session as a reviewer reads it: turns in order, tool calls inline by time.
+
+    ``{"entries": [{"kind": "turn"|"tool_call", "at", "item"}], "turns": n,
+    "truncated": bool}``, at most ``SESSION_VIEW_MAX`` of each.
+    """
+    turns = list(
+        ConversationTurn.objects.filter(workspace=workspace, session_id=session_id)
+        .select_related("agent")
+        .defer("search_vector")
+        .order_by("turn_index", "id")[: SESSION_VIEW_MAX + 1]
+    )
+    calls = list(
+        ToolCall.objects.filter(workspace=workspace, session_id=session_id).order_by("at", "id")[
+            : SESSION_VIEW_MAX + 1
+        ]
+    )
+    truncated = len(turns) > SESSION_VIEW_MAX or len(calls) > SESSION_VIEW_MAX
+    turns, calls = turns[:SESSION_VIEW_MAX], calls[:SESSION_VIEW_MAX]
+    entries = []
+    pending = iter(calls)
+    call = next(pending, None)
+    for turn in turns:
+        # A tool call goes before the first turn recorded after it.
+        while call is not None and call.at < turn.created_at:
+            entries.append({"kind": "tool_call", "at": call.at, "item": call})
+            call = next(pending, None)
+        entries.append({"kind": "turn", "at": turn.created_at, "item": turn})
+    while call is not None:
+        entries.append({"kind": "tool_call", "at": call.at, "item": call})
+        call = next(pending, None)
+    return {"entries": entries, "turns": len(turns), "truncated": truncated}

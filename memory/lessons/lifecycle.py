@@ -158,6 +158,7 @@ def lesson_edit(
         text=new_text,
         normalized_text=lesson_text_normalize(new_text),
         operation_key=new_op,
+        rationale=lesson.rationale,
         avoid_operation_key=lesson.avoid_operation_key if new_op == lesson.operation_key else "",
         target=lesson.target if new_op == lesson.operation_key else "",
         scope=lesson.scope,

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
+from memory.core.validation import rationale_clean
 from memory.lessons.evidence import evidence_apply, lesson_retire_system
 from memory.lessons.lifecycle import (
     _SUPPORTS,
@@ -158,6 +159,7 @@ def lesson_create(
     project_digest: str,
     evidence_ids: list[int] | None = None,
     source: str = LessonSource.MODEL,
+    rationale: str | None = None,
     now: datetime | None = None,
     channel: str = Channel.AGENT,
 ) -> tuple[Lesson, bool]:
@@ -172,6 +174,7 @@ def lesson_create(
     now = now or timezone.now()
     text = _text_clean(text, max_chars=settings.CAIRN_LESSON_TEXT_MAX_CHARS)
     operation_key = _operation_clean(operation_key)
+    rationale = rationale_clean(rationale)
     if source not in LessonSource.values or source == LessonSource.USER:
         raise ApplicationError(
             "Agents may post lessons from source 'model' or 'extractor'.",
@@ -220,6 +223,7 @@ def lesson_create(
                 text=text,
                 normalized_text=normalized,
                 operation_key=operation_key,
+                rationale=rationale,
                 scope=LessonScope.PROJECT,
                 project_digest=project_digest,
                 confidence=birth,

@@ -143,6 +143,8 @@ class Lesson(models.Model):
     # Whitespace, case and punctuation removed: "equivalent text" for dedup and promotion.
     normalized_text = models.CharField(max_length=500)
     operation_key = models.CharField(max_length=200)
+    # Why the agent proposed it, in its own words (optional, shown to reviewers first).
+    rationale = models.CharField(max_length=400, blank=True, default="")
     # Mechanical lessons: "Prefer B over A for T" has operation B, avoids A, target T.
     avoid_operation_key = models.CharField(max_length=200, blank=True, default="")
     target = models.CharField(max_length=300, blank=True, default="")

@@ -156,6 +156,8 @@ class SkillDelta(models.Model):
     provenance_source = models.CharField(max_length=32, choices=ProvenanceSource.choices)
     # Which channel reported it: the agent (the model's word), the harness, a person or the system.
     channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.AGENT)
+    # Why the agent proposed it, in its own words (optional, shown to reviewers first).
+    rationale = models.CharField(max_length=400, blank=True, default="")
     trust = models.CharField(max_length=16, choices=DeltaTrust.choices)
     scope = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=DeltaStatus.choices)

@@ -28,7 +28,6 @@ would silently become current again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from django.apps import apps
 from django.db import models
@@ -38,7 +37,6 @@ from django.db.models.functions import Cast
 from memory.lessons.evidence import confidence_rebuild
 from memory.models import Workspace
 from memory.privacy.queries import (
-    SelectFn,
     _confidence_owners,
     _errors_from_tool_calls,
     _facts_from_deltas,
@@ -54,97 +52,13 @@ from memory.privacy.queries import (
 )
 from memory.privacy.references import InJson
 from memory.privacy.selection import Selector
-
-CONTENT = "content"
-DERIVED = "derived"
-KEPT = "kept"
-
-
-@dataclass(frozen=True)
-class ById:
-    """A polymorphic id: ``type_field`` says which table ``targets[type]`` it points into."""
-
-    type_field: str
-    targets: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class Prefixed:
-    """An id inside a string, ``<prefix><id>`` (the ledger's ``outcome:42``)."""
-
-    prefix: str
-    target: str
-
+from memory.privacy.tables import CONTENT, DERIVED, KEPT, ById, Derivation, Prefixed, Table
 
 _LEDGER_TARGETS = ById("target_type", {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"})
 
 # ``{"type", "id"}`` references an outcome names (in play, confirmed, contradicted).
 _PLAYED = {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge", "error": "memory.Knowledge"}
 _LEDGER_JSON = {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"}
-
-
-@dataclass(frozen=True)
-class Derivation:
-    """Rows of this table computed from rows of ``sources``.
-
-    ``delete``: ``rows(plan)`` are erased; it is evaluated while the sources still
-    exist (the job runs every derivation before it deletes anything directly).
-    ``rebuild``: ``owners(plan)`` lists ``(label, id)`` of rows that stay but were
-    computed partly from erased rows; the service ``rebuild_with`` removes the
-    erased part and recomputes them from what is left. After a rebuild the owner
-    no longer cites erased rows, so ``owners`` shrinks to nothing.
-    """
-
-    name: str
-    sources: tuple[str, ...]
-    how: str
-    rows: Callable[[Plan], QuerySet] | None = None
-    action: str = "delete"
-    owners: Callable[[Plan, int], list[tuple[str, int]]] | None = None
-    rebuild_with: Callable[..., dict[str, int]] | None = None
-
-    def rebuild(self, *, plan: Plan, label: str, pk: int) -> dict[str, int]:
-        return self.rebuild_with(
-            workspace=plan.workspace,
-            label=label,
-            pk=pk,
-            erased_evidence_ids=plan.erased_evidence_ids(),
-            erased_outcomes=plan.direct("memory.Outcome"),
-            erased_posted=plan.direct("memory.Evidence"),
-        )
-
-
-@dataclass(frozen=True)
-class Table:
-    label: str
-    role: str
-    why: str
-    workspace_path: str | None = "workspace"
-    selectors: Mapping[str, SelectFn] = field(default_factory=dict)
-    derived: tuple[Derivation, ...] = ()
-    cascades_from: tuple[str, ...] = ()
-    # source label → (ids → Q on this table): rows referencing deleted source ids.
-    follows: Mapping[str, Callable[[list[int]], Q]] = field(default_factory=dict)
-    lineage: str | None = None
-    # Section in the export document (None: never exported) and fields left out.
-    export: str | None = None
-    export_exclude: tuple[str, ...] = ()
-    # References by id without a foreign key, so export and import can remap them:
-    # field → "memory.X" (an id or a list of ids), ById(type_field, {type: label})
-    # (polymorphic), Prefixed("outcome:", "memory.Outcome") (an id inside a string)
-    # or a tuple of InJson (ids inside a JSON value; memory.privacy.references).
-    refs: Mapping[str, object] = field(default_factory=dict)
-    # Columns whose values are content an API response echoes back: a stored
-    # idempotency replay quoting one of them goes when the row goes.
-    quoted: tuple[str, ...] = ()
-
-    @property
-    def model(self) -> type[models.Model]:
-        return apps.get_model(self.label)
-
-    @property
-    def erasable(self) -> bool:
-        return self.role in (CONTENT, DERIVED)
 
 
 # --------------------------------------------------------------------------- helpers

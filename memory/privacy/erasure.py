@@ -38,10 +38,11 @@ from memory.models import (
     JobRun,
     Workspace,
 )
-from memory.privacy.datamap import TABLES, Derivation, Plan, Table, erasable_tables, followers_of
+from memory.privacy.datamap import TABLES, Plan, erasable_tables, followers_of
 from memory.privacy.exports import export_files_forget
 from memory.privacy.queries import text_match
 from memory.privacy.selection import ERASURE_SELECTORS, Selector, _bad, selector_from_message
+from memory.privacy.tables import Derivation, Table
 from memory.skills.effective import effective_skill_cache_forget
 
 logger = logging.getLogger(__name__)

@@ -42,9 +42,10 @@ from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.jobs import job_enqueue, job_progress, job_run_create
 from memory.models import JobRun, Workspace
-from memory.privacy.datamap import TABLES, ById, Plan, Table, followers_of
+from memory.privacy.datamap import TABLES, Plan, followers_of
 from memory.privacy.references import json_specs
 from memory.privacy.selection import Selector, selector_from_message
+from memory.privacy.tables import ById, Table
 
 FORMAT = "cairn-export"
 VERSION = 1

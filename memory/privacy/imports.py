@@ -19,10 +19,10 @@ from memory.core.audit import audit_record
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.models import Knowledge, SkillDelta, Workspace
-from memory.privacy.datamap import ById
 from memory.privacy.exports import FORMAT, VERSION, Section, export_sections
 from memory.privacy.integrity import references_dangling
 from memory.privacy.references import json_remap, json_specs
+from memory.privacy.tables import ById
 from memory.skills.skillmd import delta_line
 
 

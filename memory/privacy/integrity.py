@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memory.models import Workspace
-from memory.privacy.datamap import TABLES, ById, Prefixed, Table
+from memory.privacy.datamap import TABLES
 from memory.privacy.references import json_ids, json_specs
+from memory.privacy.tables import ById, Prefixed, Table
 
 
 @dataclass(frozen=True)

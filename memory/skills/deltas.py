@@ -18,7 +18,7 @@ from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.core.secrets import refuse_secrets
 from memory.core.text import estimate_tokens
-from memory.core.validation import bad_request, check_json_strings
+from memory.core.validation import bad_request, check_json_strings, rationale_clean
 from memory.models import (
     Agent,
     AgentTool,
@@ -218,6 +218,7 @@ def delta_create(
     permissions=None,
     security_tier=None,
     channel: str = Channel.AGENT,
+    rationale: str | None = None,
 ) -> DeltaWrite:
     """Write one learned delta, or route a fact to tier 0.
 
@@ -303,6 +304,7 @@ def delta_create(
     scope = (scope or "").strip() or f"skill:{skill.name}"
     if len(scope) > SCOPE_MAX_CHARS:
         raise bad_request("scope", f"At most {SCOPE_MAX_CHARS} characters.")
+    rationale = rationale_clean(rationale)
     refuse_secrets({"payload": cleaned, "scope": scope})
 
     source, trust, stored_provenance, unbacked = provenance_classify(
@@ -330,6 +332,7 @@ def delta_create(
         payload=cleaned,
         provenance=stored_provenance,
         provenance_source=source,
+        rationale=rationale,
         trust=trust,
         scope=scope,
         status=status,

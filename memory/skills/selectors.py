@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Count, F, Prefetch, Q
+from django.db.models import CharField, Count, Exists, F, OuterRef, Prefetch, Q
+from django.db.models.functions import Cast
 
 from cairn.errors import NotFoundError
 from memory.models import (
     Agent,
     AgentTool,
+    AuditEvent,
     DeltaKind,
     DeltaStatus,
     LearnedFact,
@@ -147,10 +149,26 @@ def orphan_notice_get(*, workspace: Workspace, pk) -> OrphanNotice | None:
     )
 
 
+def _orphans_remain():
+    """A notice is still open while its skill has orphans: handling them all closes it."""
+    return Exists(
+        SkillDelta.objects.filter(
+            workspace_id=OuterRef("workspace_id"),
+            skill_id=OuterRef("skill_id"),
+            status=DeltaStatus.ORPHANED,
+        )
+    )
+
+
 def orphan_notice_list(*, workspace: Workspace, unseen_only: bool = True):
+    """Notices of skill updates that orphaned deltas; by default the open ones only.
+
+    Open: not dismissed, and the skill still has orphans (re-approving or
+    discarding the last one closes the notice without a click).
+    """
     qs = OrphanNotice.objects.filter(workspace=workspace).select_related("skill", "version")
     if unseen_only:
-        qs = qs.filter(seen_at__isnull=True)
+        qs = qs.filter(seen_at__isnull=True).filter(_orphans_remain())
     return qs.order_by("-created_at", "-id")
 
 
@@ -201,7 +219,7 @@ def skill_kpis(*, workspace: Workspace) -> dict:
         "untrusted_active_unconfirmed": sum(row["unconfirmed"] for row in active),
         "orphans_pending": sum(r["n"] for r in rows if r["status"] == DeltaStatus.ORPHANED),
         "orphan_notices_unseen": OrphanNotice.objects.filter(
-            workspace=workspace, seen_at__isnull=True
+            _orphans_remain(), workspace=workspace, seen_at__isnull=True
         ).count(),
     }
 
@@ -251,6 +269,7 @@ def delta_review_list(
     status: str,
     skill_name: str = "",
     agent_id: int | None = None,
+    kind: str = "",
 ):
     """Deltas in one review queue with what their cards show, in a fixed number of queries."""
     qs = _review_rows(workspace=workspace).filter(status=status)
@@ -258,7 +277,98 @@ def delta_review_list(
         qs = qs.filter(skill__name=skill_name)
     if agent_id is not None:
         qs = qs.filter(agent_id=agent_id)
+    if kind:
+        qs = qs.filter(kind=kind)
     return qs
+
+
+def delta_queue_facets(*, workspace: Workspace, status: str) -> dict:
+    """The skills and agents with deltas in one queue, with counts, for its filters."""
+    rows = (
+        SkillDelta.objects.filter(workspace=workspace, status=status)
+        .values("skill__name", "agent_id", "agent__name")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    skills: dict[str, int] = {}
+    agents: dict[tuple[str, int], int] = {}
+    for row in rows:  # one query: (skill, agent) pairs, summed both ways
+        skills[row["skill__name"]] = skills.get(row["skill__name"], 0) + row["n"]
+        key = (row["agent__name"], row["agent_id"])
+        agents[key] = agents.get(key, 0) + row["n"]
+    return {
+        "skills": [{"name": name, "n": n} for name, n in sorted(skills.items())],
+        "agents": [{"id": pk, "name": name, "n": n} for (name, pk), n in sorted(agents.items())],
+    }
+
+
+# --------------------------------------------------------------------------- decisions
+
+# What a person (or the auto-approve setting) decided about a pending delta, by the
+# queue it left; the audit record's ``details["from"]`` says which queue that was.
+DECISION_ACTIONS = {
+    "delta.approve": "approved",
+    "delta.auto_approve": "approved automatically",
+    "delta.confirm_quarantined": "confirmed",
+    "delta.reapprove": "re-approved",
+    "delta.reject": "rejected",
+}
+DECISION_ORDER = ("-created_at", "-id")
+
+
+def delta_decision_list(
+    *,
+    workspace: Workspace,
+    status: str,
+    decision: str = "",
+    actor: str = "",
+    skill_name: str = "",
+    agent_id: int | None = None,
+):
+    """Decisions on deltas that left the ``status`` queue, newest first (audit events).
+
+    ``decision`` is ``approved`` (any activation) or ``rejected``; ``actor`` matches
+    as a prefix (``user:``). Deltas are attached by ``delta_decision_attach``.
+    """
+    actions = list(DECISION_ACTIONS)
+    if decision == "rejected":
+        actions = ["delta.reject"]
+    elif decision == "approved":
+        actions = [a for a in actions if a != "delta.reject"]
+    qs = AuditEvent.objects.filter(
+        workspace=workspace, target_type="skill_delta", action__in=actions, details__from=status
+    )
+    if actor:
+        qs = qs.filter(actor__startswith=actor)
+    if skill_name or agent_id is not None:
+        deltas = SkillDelta.objects.filter(workspace=workspace)
+        if skill_name:
+            deltas = deltas.filter(skill__name=skill_name)
+        if agent_id is not None:
+            deltas = deltas.filter(agent_id=agent_id)
+        ids = deltas.annotate(key=Cast("id", CharField())).values("key")
+        qs = qs.filter(target_id__in=ids)
+    return qs
+
+
+def delta_decision_attach(*, workspace: Workspace, events: list) -> list:
+    """Give each decision event its ``delta`` (or None once erased) and a ``decision`` label."""
+    ids = {int(e.target_id) for e in events if e.target_id.isdigit()}
+    deltas = {d.pk: d for d in _review_rows(workspace=workspace).filter(pk__in=ids)}
+    for event in events:
+        event.delta = deltas.get(int(event.target_id)) if event.target_id.isdigit() else None
+        event.decision = DECISION_ACTIONS.get(event.action, event.action)
+    return events
+
+
+def delta_history(*, delta: SkillDelta, limit: int | None = None) -> list[AuditEvent]:
+    """Everything recorded about ``delta``, oldest first: created, scanned, decided, orphaned…"""
+    limit = limit or settings.CAIRN_UI_LESSON_ACTIVITY_MAX
+    return list(
+        AuditEvent.objects.filter(
+            workspace_id=delta.workspace_id, target_type="skill_delta", target_id=str(delta.pk)
+        ).order_by("created_at", "id")[:limit]
+    )
 
 
 def delta_review_get(*, workspace: Workspace, pk) -> SkillDelta | None:
@@ -297,6 +407,12 @@ def skill_review_get(*, workspace: Workspace, name: str) -> Skill | None:
 def skill_agent_get(*, workspace: Workspace, pk: int) -> Agent | None:
     """An agent of ``workspace`` (with its workspace loaded) whose effective skill to show."""
     return Agent.objects.select_related("workspace").filter(workspace=workspace, pk=pk).first()
+
+
+def skill_version_bodies(*, workspace: Workspace, ids) -> dict[int, str]:
+    """{version id: body} for versions of ``workspace``'s skills, in one query."""
+    rows = SkillVersion.objects.filter(skill__workspace=workspace, pk__in=set(ids))
+    return dict(rows.values_list("id", "body"))
 
 
 def skill_version_list(*, skill: Skill, limit: int) -> tuple[list[SkillVersion], int]:

@@ -76,14 +76,12 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def body_sections(body: str) -> list[dict]:
-    """Split a Markdown body by ATX headings into ``[{slug, title, digest}]``.
+def _section_spans(body: str) -> list[dict]:
+    """``[{slug, title, start, end}]``: each section's line range in ``body.split("\n")``.
 
-    Deterministic: slugs come from the heading text (duplicates get -2, -3...),
-    digests from the whitespace-normalised section text (heading to the next
-    heading of the same or a higher level), so whitespace edits keep both.
-    Headings inside fenced code blocks are not headings. A body with no
-    headings is one whole-body section, slug ``body``.
+    Slugs come from the heading text (duplicates get -2, -3...); a section runs
+    from its heading to the next heading of the same or a higher level. Headings
+    inside fenced code blocks are not headings. No headings: one ``body`` span.
     """
     lines = body.split("\n")
     headings: list[tuple[int, int, str]] = []  # (line index, level, title)
@@ -103,14 +101,8 @@ def body_sections(body: str) -> list[dict]:
         if match and match.group(2).strip():
             headings.append((index, len(match.group(1)), match.group(2).strip()))
     if not headings:
-        return [
-            {
-                "slug": WHOLE_BODY_SLUG,
-                "title": "",
-                "digest": sha256_text(normalise_whitespace(body)),
-            }
-        ]
-    sections: list[dict] = []
+        return [{"slug": WHOLE_BODY_SLUG, "title": "", "start": 0, "end": len(lines)}]
+    spans: list[dict] = []
     used: set[str] = set()
     for position, (start, level, title) in enumerate(headings):
         end = len(lines)
@@ -124,11 +116,39 @@ def body_sections(body: str) -> list[dict]:
             slug = f"{base}-{counter}"
             counter += 1
         used.add(slug)
-        text = "\n".join(lines[start:end])
-        sections.append(
-            {"slug": slug, "title": title, "digest": sha256_text(normalise_whitespace(text))}
-        )
-    return sections
+        spans.append({"slug": slug, "title": title, "start": start, "end": end})
+    return spans
+
+
+def body_sections(body: str) -> list[dict]:
+    """Split a Markdown body by ATX headings into ``[{slug, title, digest}]``.
+
+    Deterministic: digests come from the whitespace-normalised section text
+    (heading to the next heading of the same or a higher level), so whitespace
+    edits keep both slug and digest. A body with no headings is one whole-body
+    section, slug ``body``.
+    """
+    lines = body.split("\n")
+    return [
+        {
+            "slug": span["slug"],
+            "title": span["title"],
+            "digest": sha256_text(
+                normalise_whitespace("\n".join(lines[span["start"] : span["end"]]))
+            ),
+        }
+        for span in _section_spans(body)
+    ]
+
+
+def section_text(body: str, slug: str) -> dict | None:
+    """One section's text and where it starts: ``{text, first_line}`` (1-based), or None."""
+    lines = body.split("\n")
+    for span in _section_spans(body):
+        if span["slug"] == slug:
+            text = "\n".join(lines[span["start"] : span["end"]]).rstrip("\n")
+            return {"text": text, "first_line": span["start"] + 1}
+    return None
 
 
 def _split_front_matter(text: str) -> tuple[str, str]:

@@ -442,3 +442,15 @@ def provenance_classify(provenance, *, workspace: Workspace) -> Provenance:
         unbacked = f"{source} is the agent's own reading"
     trust = DeltaTrust.UNTRUSTED if unbacked else DeltaTrust.TRUSTED
     return Provenance(source, trust, stored, unbacked)
+
+
+TRUST_SAMPLES_SHOWN = 50
+
+
+def trust_sample_list(*, workspace: Workspace, scope: str, limit: int = TRUST_SAMPLES_SHOWN):
+    """The newest samples on ``scope`` (what a trust-ledger number is made of), with agents."""
+    return list(
+        FeedbackSample.objects.filter(workspace=workspace, scope=scope)
+        .select_related("agent")
+        .order_by("-created_at", "-id")[:limit]
+    )

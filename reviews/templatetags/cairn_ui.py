@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django import template
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from reviews import highlight
@@ -165,3 +167,54 @@ def json_short(value, limit: int = 120) -> str:
     """A JSON value as compact text, cut at ``limit`` characters."""
     text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Audit targets with a page of their own: target_type -> URL name taking the id.
+TARGET_PAGES = {
+    "skill_delta": "reviews:deltas_detail",
+    "lesson": "reviews:lessons_detail",
+    "knowledge": "reviews:knowledge_detail",
+    "job_run": "reviews:jobs_detail",
+    "erasure_receipt": "reviews:erasures_detail",
+}
+
+
+@register.filter
+def target_url(event) -> str:
+    """The page of an audit event's target, or "" when it has none."""
+    name = TARGET_PAGES.get(getattr(event, "target_type", ""))
+    target_id = str(getattr(event, "target_id", ""))
+    if not name or not target_id.isdigit():
+        return ""
+    try:
+        return reverse(name, args=[int(target_id)])
+    except NoReverseMatch:
+        return ""
+
+
+@register.filter
+def turn_links(turns) -> list[dict]:
+    """Provenance turn refs (``sess_91f3#12``) as links to the conversation viewer.
+
+    Each link opens the session with every turn the same delta cites in it marked.
+    A ref that is not ``<session>#<index>`` stays plain text (``url`` empty).
+    """
+    refs = []
+    for raw in turns or []:
+        text = str(raw)
+        session, sep, index = text.rpartition("#")
+        ok = bool(sep and session and index.isdigit() and len(session) <= 200)
+        refs.append({"label": text, "session": session if ok else "", "index": index})
+    cites: dict[str, list[str]] = {}
+    for ref in refs:
+        if ref["session"]:
+            cites.setdefault(ref["session"], []).append(ref["index"])
+    base = reverse("reviews:conversations")
+    for ref in refs:
+        ref["url"] = ""
+        if ref["session"]:
+            query = urlencode(
+                [("session", ref["session"])] + [("cite", i) for i in cites[ref["session"]]]
+            )
+            ref["url"] = f"{base}?{query}#turn-{ref['index']}"
+    return refs

@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
-from memory.models import DeltaStatus
+from memory.models import DeltaKind, DeltaStatus
 from memory.skills.consent import (
     delta_approve,
     delta_confirm_quarantined,
@@ -35,13 +35,23 @@ from memory.skills.effective import delta_previews
 from memory.skills.selectors import (
     DELTA_QUEUE_ORDER,
     ORPHAN_ORDER,
+    delta_queue_facets,
     delta_review_get,
     delta_review_list,
     orphan_notice_get,
     orphan_notice_list,
+    skill_version_bodies,
 )
+from memory.skills.skillmd import section_text
 from reviews.access import actor_for, call_service, require_role
-from reviews.diffs import diff_counts, effective_render, unified_diff
+from reviews.diffs import (
+    diff_blocks,
+    diff_counts,
+    effective_render,
+    mark_scaffolding,
+    side_by_side,
+    unified_diff,
+)
 from reviews.forms import ConfirmUntrustedForm, ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
@@ -56,23 +66,80 @@ NOTICES_SHOWN = 10
 # --------------------------------------------------------------------------- reading
 
 
+def _is_stale(delta) -> bool:
+    rebase = delta.preview["rebase"] or {}
+    return delta.status == DeltaStatus.ORPHANED and bool(delta.stale or rebase.get("stale"))
+
+
+def _section_change(delta, old_body: str | None) -> dict | None:
+    """For a stale orphan: its section's text in the version it was written for → now."""
+    old = section_text(old_body, delta.anchor_section) if old_body is not None else None
+    new = section_text(delta.skill.current_version.body, delta.anchor_section)
+    if old is None or new is None:
+        return None
+    return {
+        "old_version": delta.anchor_version.version,
+        "new_version": delta.skill.current_version.version,
+        "diff": unified_diff(old["text"], new["text"], context=1000),
+    }
+
+
 def with_previews(workspace, deltas: list) -> list:
-    """Attach to each delta its preview (see ``delta_previews``) and the diff it makes."""
+    """Attach to each delta its preview (see ``delta_previews``) and what the card shows.
+
+    - ``anchored``: the anchored section of the current base, in full;
+    - ``diff`` (scaffolding marked), ``diff_blocks`` (scaffolding folded),
+      ``diff_rows`` (side by side) and ``diff_counts`` (scaffolding not counted);
+    - ``section_change``: for stale orphans, the section's old → new text.
+    """
     previews = delta_previews(workspace=workspace, deltas=list(deltas))
     for delta in deltas:
         delta.preview = previews[delta.pk]
-        delta.diff = unified_diff(
-            effective_render(delta.preview["without"]), effective_render(delta.preview["with"])
+    old_bodies = skill_version_bodies(
+        workspace=workspace, ids=[d.anchor_version_id for d in deltas if _is_stale(d)]
+    )
+    for delta in deltas:
+        after = effective_render(delta.preview["with"])
+        delta.diff = mark_scaffolding(
+            unified_diff(effective_render(delta.preview["without"]), after), after=after
         )
+        delta.diff_blocks = diff_blocks(delta.diff)
+        delta.diff_rows = side_by_side(delta.diff)
         delta.diff_counts = diff_counts(delta.diff)
+        delta.anchored = section_text(delta.skill.current_version.body, delta.anchor_section)
+        delta.section_change = (
+            _section_change(delta, old_bodies.get(delta.anchor_version_id))
+            if _is_stale(delta)
+            else None
+        )
         delta.group_key = (delta.skill_id, delta.anchor_version_id)
     return deltas
+
+
+# ?sort= for the waiting queues: keyset orderings (each ends in the unique id).
+SORTS = {
+    "oldest": ("created_at", "id"),
+    "newest": ("-created_at", "-id"),
+    "skill": ("skill_id", "created_at", "id"),
+    "agent": ("agent_id", "created_at", "id"),
+}
+SORT_LABELS = {
+    "oldest": "waiting longest",
+    "newest": "newest",
+    "skill": "by skill",
+    "agent": "by agent",
+}
 
 
 def _filters(request) -> dict:
     skill = request.GET.get("skill", "").strip()[:64]
     agent = request.GET.get("agent", "").strip()
-    return {"skill": skill, "agent": int(agent) if agent.isdigit() else None}
+    kind = request.GET.get("kind", "").strip()
+    return {
+        "skill": skill,
+        "agent": int(agent) if agent.isdigit() and len(agent) < 10 else None,
+        "kind": kind if kind in DeltaKind.values else "",
+    }
 
 
 def _queue_context(request, *, status: str, url_name: str, ordering) -> dict:
@@ -82,14 +149,27 @@ def _queue_context(request, *, status: str, url_name: str, ordering) -> dict:
         status=status,
         skill_name=filters["skill"],
         agent_id=filters["agent"],
+        kind=filters["kind"],
     )
-    page = paginate(request, queryset, ordering=ordering)
+    sort = request.GET.get("sort", "")
+    if sort not in SORTS or ordering == ORPHAN_ORDER:
+        sort = ""
+    page = paginate(request, queryset, ordering=SORTS[sort] if sort else ordering)
     with_previews(request.workspace, page.items)
+    filtered = bool(filters["skill"] or filters["agent"] is not None or filters["kind"])
     return {
         "page": page,
+        "total": queryset.count(),
         "filter_skill": filters["skill"],
         "filter_agent": filters["agent"],
-        "filtered": bool(filters["skill"] or filters["agent"] is not None),
+        "filter_kind": filters["kind"],
+        "sort": sort or "oldest",
+        "sorts": SORT_LABELS if ordering != ORPHAN_ORDER else {},
+        "kinds": DeltaKind.values,
+        "grouped": sort == "skill",
+        "ticked": [],
+        "filtered": filtered,
+        "facets": lambda: delta_queue_facets(workspace=request.workspace, status=status),
         "list_url": reverse(f"reviews:{url_name}"),
         "api_hint": "POST /api/v1/skills/{name}/deltas/",
     }
@@ -207,6 +287,67 @@ def staged_approve(request, pk: int):
         done="Delta #{pk} approved: {skill} uses it from the next session.",
         list_url="reviews:staged",
     )
+
+
+@require_role("reviewer")
+@require_POST
+def staged_approve_bulk(request):
+    """Approve the ticked staged deltas with one shared reason, each through ``delta_approve``.
+
+    Only staged deltas of this workspace are looked up, so no quarantined (untrusted)
+    delta can be approved through this form, whatever ids are posted; one the ledger
+    bar still blocks is refused and stays, with the service's reason in the summary.
+    """
+    form = ReasonForm(request.POST)
+    ids = _selected_ids(request)
+    error = form.first_error() if not form.is_valid() else ""
+    if not ids:
+        error = "Tick at least one delta to approve."
+    if error:
+        if wants_fragment(request):
+            context = {
+                **_queue_context(
+                    request,
+                    status=DeltaStatus.STAGED,
+                    url_name="staged",
+                    ordering=DELTA_QUEUE_ORDER,
+                ),
+                "bulk_error": error,
+                "ticked": ids,
+            }
+            return render_action(request, f"{STAGED}#rows", context, status=422)
+        messages.error(request, error)
+        return redirect_back("reviews:staged")
+    found = list(
+        delta_review_list(workspace=request.workspace, status=DeltaStatus.STAGED)
+        .filter(pk__in=ids)
+        .order_by("id")
+    )
+    actor = actor_for(request)
+    approved, refused = [], []
+    for delta in found:
+        try:
+            delta_approve(delta=delta, actor=actor, reason=form.cleaned_data["reason"])
+        except ApplicationError as exc:
+            if exc.status_code == 403:
+                raise PermissionDenied(exc.message) from exc
+            refused.append(f"#{delta.pk}: {exc.message}")
+        else:
+            approved.append(delta.pk)
+    skipped = len(ids) - len(found)
+    summary = f"Approved {len(approved)} of {len(ids)}"
+    if refused:
+        summary += f"; refused {'; '.join(refused)}"
+    if skipped:
+        summary += f"; {skipped} no longer staged"
+    level = messages.SUCCESS if approved and not refused else messages.WARNING
+    messages.add_message(request, level, summary + ".")
+    if wants_fragment(request):
+        context = _queue_context(
+            request, status=DeltaStatus.STAGED, url_name="staged", ordering=DELTA_QUEUE_ORDER
+        )
+        return render_action(request, f"{STAGED}#rows", context)
+    return redirect_back("reviews:staged")
 
 
 @require_role("reviewer")

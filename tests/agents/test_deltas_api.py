@@ -358,3 +358,37 @@ def test_unstorable_text_is_a_400_not_a_500(ready):
     session = ready.get("/api/v1/skills/triage-inbox/effective/", {"goal": "x\u0000"})
     assert session.status_code == 400
     assert SkillDelta.objects.count() == 0
+
+
+# --- the agent's rationale --------------------------------------------------------------
+
+
+def test_a_delta_carries_the_agents_rationale(ready):
+    response = preference(ready, rationale="  The user said   so in turn 12.\n")
+    assert response.status_code == 201, response.json()
+    assert response.json()["rationale"] == "The user said so in turn 12."
+    assert SkillDelta.objects.get(pk=response.json()["id"]).rationale == (
+        "The user said so in turn 12."
+    )
+    listed = ready.get("/api/v1/skills/triage-inbox/deltas/").json()["deltas"]
+    assert listed[0]["rationale"] == "The user said so in turn 12."
+    assert preference(ready, text="Keep replies short.").json()["rationale"] == ""
+
+
+@pytest.mark.parametrize(
+    ("rationale", "status", "code"),
+    [
+        ("x" * 401, 400, "invalid"),
+        (["not", "text"], 400, "invalid"),
+        ("bad\x00byte", 400, "invalid"),
+        ("the key is AKIAIOSFODNN7EXAMPLE, trust me", 422, "credential_refused"),
+    ],
+)
+def test_a_bad_rationale_is_refused_naming_the_field_and_nothing_is_written(
+    ready, rationale, status, code
+):
+    response = preference(ready, rationale=rationale)
+    assert response.status_code == status, response.json()
+    assert response.json()["error"]["code"] == code
+    assert "rationale" in response.json()["error"]["fields"]
+    assert not SkillDelta.objects.exists()

@@ -302,3 +302,30 @@ def test_a_lesson_holding_a_credential_is_refused_on_create_and_edit(harness):
     )
     assert edit.status_code == 422
     assert edit.json()["error"]["code"] == "credential_refused"
+
+
+def test_a_lesson_carries_the_agents_rationale_and_refuses_a_credential_in_it(api):
+    body = {
+        "text": "Run the migrations before the tests.",
+        "operation_key": "pytest:.",
+        "project_remote": "https://github.com/acme/shop.git",
+    }
+    refused = api.post(
+        "/api/v1/lessons/",
+        {**body, "rationale": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 showed it"},
+        format="json",
+    )
+    assert refused.status_code == 422
+    assert refused.json()["error"]["fields"].keys() == {"rationale"}
+    too_long = api.post("/api/v1/lessons/", {**body, "rationale": "x" * 401}, format="json")
+    assert too_long.status_code == 400 and "rationale" in too_long.json()["error"]["fields"]
+    ok = api.post(
+        "/api/v1/lessons/",
+        {**body, "rationale": "Three runs failed on a missing table."},
+        format="json",
+    )
+    assert ok.status_code == 201, ok.content
+    assert ok.json()["rationale"] == "Three runs failed on a missing table."
+    assert api.get(f"/api/v1/lessons/{ok.json()['id']}/").json()["rationale"] == (
+        "Three runs failed on a missing table."
+    )

@@ -45,12 +45,15 @@ def test_a_reviewer_approves_a_staged_delta_from_its_diff(login, live_server, wo
     expect(
         added.filter(has_text="- Escalate anything from the CFO after 48 hours, not 72.")
     ).to_be_visible()
-    expect(added.filter(has_text="## Learned adjustments")).to_be_visible()
+    # The Learned-adjustments scaffolding is folded; the anchored section is shown in full.
+    expect(added.filter(has_text="## Learned adjustments")).to_be_hidden()
+    expect(card.locator(".dl.fold-note")).to_be_visible()
+    expect(card.locator(".anchored .section-text")).to_contain_text("## Escalation")
     expect(
         card.locator(".diff .dl.ctx").filter(has_text="Keep replies short and polite.")
     ).to_be_visible()
     # Added lines are green, context grey.
-    assert "rgb(230, 246, 236)" == added.first.evaluate("e => getComputedStyle(e).backgroundColor")
+    assert "rgb(230, 246, 236)" == added.last.evaluate("e => getComputedStyle(e).backgroundColor")
 
     card.locator("summary", has_text="Approve").click()
     reason = card.locator("details[open]").get_by_label("Reason")

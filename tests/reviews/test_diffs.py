@@ -62,3 +62,62 @@ def test_hidden_characters_are_written_out():
 
 def test_text_without_findings_is_only_escaped():
     assert highlight_findings("Escalate <CFO> mail") == "Escalate &lt;CFO&gt; mail"
+
+
+# --- scaffolding folded, side by side -------------------------------------------------
+
+BASE = "# Skill\n\n## Escalation\nWait 72 hours.\n"
+LEARNED = BASE + "\n## Learned adjustments\n\n### Escalation\n- Wait 48 hours, not 72.\n"
+
+
+def test_the_learned_block_scaffolding_is_marked_and_not_counted():
+    from reviews.diffs import mark_scaffolding
+
+    lines = mark_scaffolding(unified_diff(BASE, LEARNED), after=LEARNED)
+    scaffold = [line.text for line in lines if line.scaffold]
+    assert scaffold == ["", "## Learned adjustments", "", "### Escalation"]
+    assert [line.text for line in lines if line.kind == "add" and not line.scaffold] == [
+        "- Wait 48 hours, not 72."
+    ]
+    assert diff_counts(lines) == {"added": 1, "removed": 0}
+    # Base lines before the block are never scaffolding, even blank or "###" ones.
+    assert not any(line.scaffold for line in lines if line.new and line.new <= 4)
+
+
+def test_scaffolding_runs_are_folded_into_blocks():
+    from reviews.diffs import diff_blocks, mark_scaffolding
+
+    blocks = diff_blocks(mark_scaffolding(unified_diff(BASE, LEARNED), after=LEARNED))
+    assert [b["fold"] for b in blocks] == [False, True, False]
+    assert [line.text for line in blocks[1]["lines"]] == [
+        "",
+        "## Learned adjustments",
+        "",
+        "### Escalation",
+    ]
+
+
+def test_a_text_without_a_learned_block_has_no_scaffolding():
+    from reviews.diffs import mark_scaffolding
+
+    lines = mark_scaffolding(unified_diff("a\n\nb\n", "a\n\n### b\n"), after="a\n\n### b\n")
+    assert not any(line.scaffold for line in lines)
+
+
+def test_side_by_side_pairs_removed_lines_with_their_replacements():
+    from reviews.diffs import side_by_side
+
+    rows = side_by_side(unified_diff("a\nold 1\nold 2\nz\n", "a\nnew 1\nz\nextra\n"))
+    pairs = [
+        (r["old"].text if r["old"] else None, r["new"].text if r["new"] else None)
+        for r in rows
+        if not r["hunk"]
+    ]
+    assert pairs == [
+        ("a", "a"),
+        ("old 1", "new 1"),
+        ("old 2", None),
+        ("z", "z"),
+        (None, "extra"),
+    ]
+    assert rows[0]["hunk"] is not None

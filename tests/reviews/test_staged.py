@@ -52,17 +52,18 @@ def test_it_lists_staged_deltas_with_their_diff_as_a_full_page(viewer, agent):
     card = _card(html, delta.pk)
     assert "triage-inbox" in card and "#escalation" in card and "gaia/chat" in card
     assert "user instruction" in card and "sess_91f3#12" in card  # provenance and turns
-    # The diff: the learned block appears as added lines, the base as grey context.
+    # The diff: the learned line is the one change; the block's headings and blank lines
+    # are scaffolding, folded and not counted; the base is grey context.
     added = re.findall(
         r'<div class="dl add"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>', card
     )
-    assert added == [
-        "",
-        "## Learned adjustments",
-        "",
-        "### Escalation",
-        "- Escalate anything from the CFO after 48 hours, not 72.",
-    ]
+    assert added == ["- Escalate anything from the CFO after 48 hours, not 72."]
+    scaffold = re.findall(
+        r'<div class="dl add scaffold"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>', card
+    )
+    assert scaffold == ["", "## Learned adjustments", "", "### Escalation"]
+    assert "4 lines of Learned-adjustments scaffolding folded" in card
+    assert '<span class="add">+1</span> <span class="del">−0</span>' in card
     assert '<div class="dl ctx"' in card and "Keep replies short and polite." in card
     assert '<div class="dl del"' not in card
     assert response["Vary"].count("HX-Request") == 1
@@ -107,7 +108,12 @@ def test_the_diff_is_against_the_active_deltas_not_the_bare_base(viewer, agent, 
     added = re.findall(
         r'<div class="dl add"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>', card
     )
-    assert "### Escalation" in added and "## Learned adjustments" not in added
+    scaffold = re.findall(
+        r'<div class="dl (?:add|ctx) scaffold"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>',
+        card,
+    )
+    assert "- Escalate CFO threads after 48 hours." in added
+    assert "### Escalation" in scaffold and "## Learned adjustments" not in added + scaffold
 
 
 def test_payload_html_is_escaped_in_the_diff(viewer, agent):
@@ -198,7 +204,8 @@ def test_the_list_query_count_does_not_grow_with_the_queue(
     # its (agent, skill) pairs, their tool registries, the ledger tallies of its scopes
     # and their latest samples, the workspace menu, and the nav's queue counts, active
     # jobs and open contradictions: 13, for 2 or 200.
-    with django_assert_max_num_queries(13):
+    # (+2: the queue total and the filter facets, each one query whatever the size)
+    with django_assert_max_num_queries(15):
         response = client.get("/deltas/staged/?size=200")
     assert len(response.context["page"]) == 200
 

@@ -4,8 +4,9 @@ import pytest
 from django.apps import apps
 from django.db import models
 
-from memory.privacy.datamap import CONTENT, DERIVED, KEPT, TABLES
+from memory.privacy.datamap import TABLES
 from memory.privacy.queries import text_columns
+from memory.privacy.tables import CONTENT, DERIVED, KEPT
 
 
 def _installed(label: str) -> bool:

@@ -1,0 +1,147 @@
+"""Finding a delta again: its permalink page and each queue's "Decided" list.
+
+- ``/deltas/<id>/``: one delta wherever it is now (pending, active, archived),
+  with its diff and its whole history from the audit log, oldest first: created
+  (with the injection scan's verdict), decided, orphaned, re-approved, reverted,
+  each with who, when and why. Audit entries, the skill page and the queues link here.
+- ``/deltas/<queue>/decided/``: what left that queue, newest first, with the
+  decision, who made it, when and why; filtered by decision, person, skill, agent.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from memory.models import DeltaStatus
+from memory.skills.selectors import (
+    DECISION_ORDER,
+    delta_decision_attach,
+    delta_decision_list,
+    delta_history,
+    delta_review_get,
+)
+from memory.skills.trust import TRUST_SAMPLES_SHOWN, trust_sample_list
+from reviews.access import require_role
+from reviews.htmx import render_page
+from reviews.pagination import paginate
+from reviews.views.deltas import with_previews
+
+# Queue (as in the URL) -> the status its deltas have while they wait there.
+QUEUES = {
+    "staged": DeltaStatus.STAGED,
+    "quarantine": DeltaStatus.QUARANTINED,
+    "orphans": DeltaStatus.ORPHANED,
+}
+QUEUE_TITLES = {"staged": "Staged", "quarantine": "Quarantine", "orphans": "Orphans"}
+DECISIONS = ("approved", "rejected")
+
+# What each audited action means in a delta's history.
+HISTORY_LABELS = {
+    "delta.create": "proposed",
+    "delta.approve": "approved",
+    "delta.auto_approve": "approved automatically",
+    "delta.confirm_quarantined": "confirmed (untrusted, checked by a person)",
+    "delta.reject": "rejected",
+    "delta.orphan": "orphaned by a skill update",
+    "delta.reapprove": "re-approved onto the current version",
+    "delta.revert": "reverted",
+    "delta.reset": "archived by a reset to the authored skill",
+    "delta.archive": "archived",
+    "delta.umbrella_propose": "proposed as an umbrella over near-identical deltas",
+    "delta.demote_retrieval": "moved to retrieval-only (over the token budget)",
+    "delta.promote_resident": "back in the resident prompt (fits the budget again)",
+}
+# Where a delta in each status is worked on.
+STATUS_QUEUES = {
+    DeltaStatus.STAGED: "reviews:staged",
+    DeltaStatus.QUARANTINED: "reviews:quarantine",
+    DeltaStatus.ORPHANED: "reviews:orphans",
+}
+
+
+def _history(delta) -> list:
+    events = delta_history(delta=delta)
+    for event in events:
+        event.label = HISTORY_LABELS.get(event.action, event.action.removeprefix("delta."))
+        details = event.details or {}
+        event.status_from = details.get("from", "")
+        event.status_to = details.get("to", "") or details.get("status", "")
+        event.findings = details.get("findings") if event.action == "delta.create" else None
+    return events
+
+
+@require_role("viewer")
+@require_GET
+def deltas_detail(request, pk: int):
+    delta = delta_review_get(workspace=request.workspace, pk=pk)
+    if delta is None:
+        raise Http404("No such delta in this workspace.")
+    with_previews(request.workspace, [delta])
+    queue = STATUS_QUEUES.get(delta.status)
+    context = {
+        "delta": delta,
+        "history": _history(delta),
+        "samples": trust_sample_list(workspace=request.workspace, scope=delta.scope),
+        "samples_shown": TRUST_SAMPLES_SHOWN,
+        "queue_url": f"{reverse(queue)}#delta-{delta.pk}" if queue else "",
+        "skill_url": f"{reverse('reviews:skills_detail', args=[delta.skill.name])}"
+        f"?agent={delta.agent_id}",
+    }
+    return render_page(request, "reviews/delta_detail.html", context, partial="history")
+
+
+def _decided_filters(request) -> dict:
+    decision = request.GET.get("decision", "")
+    agent = request.GET.get("agent", "").strip()
+    return {
+        "decision": decision if decision in DECISIONS else "",
+        "actor": request.GET.get("actor", "").strip()[:200],
+        "skill": request.GET.get("skill", "").strip()[:64],
+        "agent": int(agent) if agent.isdigit() else None,
+    }
+
+
+def _decided(request, queue: str):
+    filters = _decided_filters(request)
+    events = delta_decision_list(
+        workspace=request.workspace,
+        status=QUEUES[queue],
+        decision=filters["decision"],
+        actor=filters["actor"],
+        skill_name=filters["skill"],
+        agent_id=filters["agent"],
+    )
+    page = paginate(request, events, ordering=DECISION_ORDER)
+    delta_decision_attach(workspace=request.workspace, events=page.items)
+    list_url = reverse(f"reviews:{queue}_decided")
+    context = {
+        **{f"filter_{name}": value for name, value in filters.items()},
+        "page": page,
+        "queue": queue,
+        "queue_title": QUEUE_TITLES[queue],
+        "queue_url": reverse(f"reviews:{queue}"),
+        "decisions": DECISIONS,
+        "filtered": any(v not in ("", None) for v in filters.values()),
+        "list_url": list_url,
+    }
+    return render_page(request, "reviews/decided.html", context, partial="rows")
+
+
+@require_role("viewer")
+@require_GET
+def staged_decided(request):
+    return _decided(request, "staged")
+
+
+@require_role("viewer")
+@require_GET
+def quarantine_decided(request):
+    return _decided(request, "quarantine")
+
+
+@require_role("viewer")
+@require_GET
+def orphans_decided(request):
+    return _decided(request, "orphans")
