@@ -39,8 +39,9 @@ def test_it_loads_once_and_populates_the_queues(capsys):
     )
     assert flipped.state == "active"
     assert Lesson.objects.filter(workspace=workspace, state="claimed").count() == 1
-    # Six coding turns, and the mail harness's passed outcome an outcome_evidence delta cites.
-    assert Outcome.objects.filter(workspace=workspace).count() == 7
+    # Six coding turns, the mail harness's passed outcome an outcome_evidence delta cites,
+    # and the headless turn blocked on gh.
+    assert Outcome.objects.filter(workspace=workspace).count() == 8
     cited = SkillDelta.objects.get(workspace=workspace, provenance_source="outcome_evidence")
     assert cited.trust == "trusted" and cited.status == "staged"
     assert Outcome.objects.get(pk=cited.provenance["outcomes"][0]).channel == "harness"
