@@ -91,6 +91,45 @@ def _post_all(url, token, jobs, threads=2):
     return wall, statuses, responses
 
 
+def _svg(results: dict) -> str:
+    """Two small charts: throughput against the raw embedder, and worker RSS."""
+    bars = [
+        ("raw embedder", results["raw_embedder"]["items_per_s"]),
+        ("batch remember", results["batch_remember"]["items_per_s"]),
+        ("batch turns", results["batch_turns"]["turns_per_s"]),
+    ]
+    top = max(v for _, v in bars) or 1
+    out = [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="720" height="300" '
+        'font-family="sans-serif" font-size="12">',
+        '<text x="10" y="18" font-weight="bold">items/s (log scale)</text>',
+    ]
+    import math
+
+    for i, (label, value) in enumerate(bars):
+        width = 300 * math.log10(1 + value) / math.log10(1 + top)
+        y = 35 + i * 30
+        out.append(f'<text x="10" y="{y + 14}">{label}</text>')
+        out.append(f'<rect x="120" y="{y}" width="{width:.1f}" height="20" fill="#4a7"/>')
+        out.append(f'<text x="{125 + width:.1f}" y="{y + 14}">{value}</text>')
+    points = results["rss"]
+    peak = max(max(p["rss_mb"] or [0]) for p in points) or 1
+    last = points[-1]["embedded"] or 1
+    out.append('<text x="10" y="150" font-weight="bold">worker RSS (MB) over embeddings</text>')
+    for worker in range(max(len(p["rss_mb"]) for p in points)):
+        coords = " ".join(
+            f"{60 + 600 * p['embedded'] / last:.1f},{280 - 110 * p['rss_mb'][worker] / peak:.1f}"
+            for p in points
+            if len(p["rss_mb"]) > worker
+        )
+        color = "#47a" if worker == 0 else "#a74"
+        out.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
+    out.append(f'<text x="10" y="175">{peak} MB</text><text x="10" y="280">0</text>')
+    out.append(f'<text x="600" y="295">{last} embedded</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> int:
     import logging
 
@@ -248,6 +287,7 @@ def main(argv: list[str]) -> int:
         *[f"| {p['embedded']} | {', '.join(map(str, p['rss_mb']))} |" for p in results["rss"]],
     ]
     (RESULTS / "ingest.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / "ingest.svg").write_text(_svg(results))
     print("\n".join(lines))
     drop_database()
     return 0 if not (b["lost"] or b["doubled"] or t["lost"] or t["doubled"]) else 1
