@@ -216,6 +216,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "cairn.schema.add_idempotency_header",
+        "cairn.schema.add_incognito",
     ],
 }
 

@@ -1,5 +1,5 @@
-"""Every agent-API write path against every secret form (rule 9): the guard in
-agents/guard.py answers before any view runs.
+"""Every agent-API write path against every secret form (rule 9) and incognito
+(rule 10): the guard in agents/guard.py answers before any view runs.
 
 The matrix is exhaustive on purpose: a new write endpoint belongs in WRITES, and a
 test below fails if the served schema has a write operation WRITES does not cover.
@@ -249,7 +249,9 @@ def test_every_write_operation_of_the_schema_is_in_the_matrix(client):
         for method in operations
         if method in ("post", "put", "patch") and path not in READS
     }
-    covered = {(method, _schema_path(path)) for _, method, path, _, _ in WRITES}
+    covered = {(method, _schema_path(path)) for _, method, path, _, _ in WRITES} | set(
+        INCOGNITO_ONLY
+    )
     assert writes <= covered, sorted(writes - covered)
 
 
@@ -283,3 +285,74 @@ def _schema_path(path: str) -> str:
         .replace("/skills/triage-inbox/", "/skills/{name}/")
         .replace("/facts/ns/k/", "/facts/{namespace}/{key}/")
     )
+
+
+# --------------------------------------------------------------------------- incognito
+
+# Writes the secret matrix does not reach with a body of their own.
+INCOGNITO_ONLY = [("delete", "/api/v1/knowledge/{item_id}/")]
+
+
+def _incognito_writes():
+    for client, method, path, body, _ in WRITES:
+        if client == "admin":
+            continue  # admin endpoints are not agent or harness writes
+        yield client, method, path, {**_fill(body, "an ordinary value"), "incognito": True}
+    yield "agent", "delete", "/api/v1/knowledge/{knowledge}/", {"incognito": True}
+
+
+@pytest.mark.parametrize("scope", ["agent", "harness"])
+def test_incognito_records_nothing_on_every_write(world, scope):
+    before = _counts()
+    for n, (_, method, path, body) in enumerate(_incognito_writes()):
+        url = path.format(knowledge=world["knowledge"], lesson=world["lesson"])
+        response = getattr(world[scope], method)(
+            url, body, format="json", HTTP_IDEMPOTENCY_KEY=f"incognito-{n}"
+        )
+        assert response.status_code == 202, (method, path, response.content[:300])
+        assert response.json() == {"recorded": False}
+    assert _counts() == before  # no row, no audit entry, no idempotency replay
+    assert Knowledge.objects.filter(pk=world["knowledge"], status="active").exists()
+
+
+def test_incognito_must_be_a_boolean(world):
+    response = world["agent"].post(
+        "/api/v1/knowledge/", {"content": "x y z", "incognito": "yes"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "incognito" in response.json()["error"]["fields"]
+    assert not Knowledge.objects.filter(content="x y z").exists()
+
+
+def test_incognito_false_writes_as_usual(world):
+    response = world["agent"].post(
+        "/api/v1/knowledge/", {"content": "The cart uses pnpm.", "incognito": False}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+
+
+def test_incognito_without_a_token_is_still_401(client):
+    response = client.post(
+        "/api/v1/knowledge/", {"content": "x", "incognito": True}, content_type="application/json"
+    )
+    assert response.status_code == 401
+
+
+def test_a_retry_after_incognito_with_the_same_key_is_recorded(world):
+    api = world["agent"]
+    first = api.post(
+        "/api/v1/knowledge/",
+        {"content": "The deploy runs at noon.", "incognito": True},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="same-key",
+    )
+    assert first.status_code == 202
+    assert not IdempotencyRecord.objects.filter(key="same-key").exists()
+    second = api.post(
+        "/api/v1/knowledge/",
+        {"content": "The deploy runs at noon."},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="same-key",
+    )
+    assert second.status_code == 201
+    assert "Idempotent-Replayed" not in second
