@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
     "reviews.session.ExpiredSessionMiddleware",
+    "agents.guard.WriteGuardMiddleware",
     "agents.idempotency.IdempotencyMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into its lockout answer.
     "axes.middleware.AxesMiddleware",
@@ -289,6 +290,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "cairn.schema.add_idempotency_header",
+        "cairn.schema.add_incognito",
     ],
 }
 

@@ -1,5 +1,6 @@
 from django import forms
 
+from memory.core.secrets import scan_fields
 from memory.models import Category
 
 
@@ -11,6 +12,19 @@ class ReasonForm(forms.Form):
         strip=True,
         error_messages={"required": "Say why: the reason is kept in the audit log."},
     )
+
+    def clean(self):
+        """Every text field of a person's form goes through the one secret walker too:
+        reasons end up in the audit log, edits in memory."""
+        cleaned = super().clean()
+        texts = {name: value for name, value in cleaned.items() if isinstance(value, str)}
+        for name, finding in scan_fields(texts).items():
+            self.add_error(
+                name,
+                f"Looks like a {finding.kind}: Cairn never stores secrets. Say where it "
+                "is kept instead.",
+            )
+        return cleaned
 
     def first_error(self) -> str:
         return next(iter(e for errors in self.errors.values() for e in errors), "")

@@ -61,7 +61,9 @@ class StrictSerializer(serializers.Serializer):
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
+            # "incognito" is answered before any view runs (agents/guard.py); false is
+            # allowed on every write body.
+            unknown = sorted(set(data) - set(self.fields) - {"incognito"})
             if unknown:
                 raise serializers.ValidationError(
                     {name: ["Unknown field."] for name in unknown}, code="unknown_field"

@@ -1,7 +1,10 @@
 """Credential refusal (SPEC section 3): text that looks like a secret is never stored.
 
-One detector for every write path (knowledge, conversation turns, tool calls,
-lessons, skill deltas). It answers *what kind* of secret it saw, never the
+One detector for every write path: the agent API runs it over every string leaf
+(keys included) of every write body before any view sees it (agents/guard.py),
+and services still call it on what they store.
+It looks at each string as written and normalised (format characters such as
+zero-width spaces stripped, URL-decoded, long base64 runs decoded). It answers *what kind* of secret it saw, never the
 secret itself, so the refusal can name the field without echoing the value.
 
 Usage::
@@ -19,9 +22,13 @@ entropy (so ``here is a secret: "grant writers ..."`` is stored).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import re
+import unicodedata
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -49,6 +56,14 @@ _TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "AWS access key id",
         re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA)[0-9A-Z]{16}(?![A-Z0-9])"),
     ),
+    (
+        "AWS secret access key",
+        re.compile(
+            r"(?i)(?<![A-Za-z0-9])aws_?secret_?(?:access_?)?key[\"']?\s*[:=]+\s*[\"']?"
+            r"[A-Za-z0-9/+]{16,}"
+        ),
+    ),
+    ("npm token", re.compile(r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
     ("GitHub token", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}")),
     ("GitHub token", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,}")),
     ("GitLab token", re.compile(r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}")),
@@ -145,10 +160,69 @@ def _assigned_secret(name: str, value: str) -> bool:
     )
 
 
+# A run long enough to hide a key once encoded (a 20-character secret is 28 in base64).
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+_URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_DECODE_ROUNDS = 3
+
+
+def _without_format_characters(text: str) -> str:
+    """``text`` without zero-width and other format (Cf) characters, which split a
+    token for the eye and the pattern but not for whoever copies it."""
+    if text.isascii():
+        return text
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
+def _base64_decodings(text: str) -> Iterator[str]:
+    for match in _BASE64_RUN.finditer(text):
+        run = match.group(0).rstrip("=")
+        padded = run + "=" * (-len(run) % 4)
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                decoded = decode(padded).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue
+            if all(c.isprintable() or c in "\n\r\t" for c in decoded):
+                yield decoded
+                break
+
+
+def normalised_forms(text: str) -> Iterator[str]:
+    """``text`` as written and as a secret could hide in it: without format
+    characters, URL-decoded (a few rounds), and with long base64 runs decoded."""
+    seen = {text}
+    yield text
+    plain = _without_format_characters(text)
+    for _ in range(_DECODE_ROUNDS):
+        if plain not in seen:
+            seen.add(plain)
+            yield plain
+        if not _URL_ESCAPE.search(plain):
+            break
+        plain = _without_format_characters(urllib.parse.unquote(plain))
+    if plain not in seen:
+        seen.add(plain)
+        yield plain
+    for decoded in _base64_decodings(plain):
+        decoded = _without_format_characters(decoded)
+        if decoded not in seen:
+            seen.add(decoded)
+            yield decoded
+
+
 def find_secret(text: str) -> SecretFinding | None:
-    """The first credential-shaped thing in ``text``, or ``None``."""
+    """The first credential-shaped thing in ``text`` or one of its normalised forms."""
     if not text:
         return None
+    for form in normalised_forms(text):
+        finding = _find_secret_as_written(form)
+        if finding is not None:
+            return finding
+    return None
+
+
+def _find_secret_as_written(text: str) -> SecretFinding | None:
     for kind, pattern in _TOKEN_PATTERNS:
         if pattern.search(text):
             return SecretFinding(kind=kind)

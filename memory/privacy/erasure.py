@@ -29,6 +29,7 @@ from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.jobs import job_enqueue, job_progress, job_run_create
 from memory.core.locks import advisory_lock_blocking
+from memory.core.secrets import refuse_secrets
 from memory.core.valkey import valkey_aof_rewrite
 from memory.models import (
     ErasureReceipt,
@@ -263,6 +264,7 @@ def erasure_request(
             code="confirmation_required",
             fields={"confirm": [f"must be {workspace.name!r}"]},
         )
+    refuse_secrets({"reason": reason or ""})  # kept on the receipt and in the audit log
     form = selector.receipt()
     run = job_run_create(kind="erasure", workspace=workspace, params=form, requested_by=actor.label)
     receipt = ErasureReceipt.objects.create(

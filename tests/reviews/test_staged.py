@@ -258,6 +258,23 @@ def test_an_empty_reason_is_refused_in_the_card(reviewer, agent, action):
     assert SkillDelta.objects.get(pk=delta.pk).status == "staged"
 
 
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "ok, token ghp_Zx81Qw7Er6Ty5Ui4Op3As2Df1Gh0Jk9Lm8Nb",
+        "ok ghp_Zx81Qw7E\u200br6Ty5Ui4Op3As2Df1Gh0Jk9Lm8Nb",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ],
+)
+def test_a_reason_holding_a_secret_is_refused_and_nothing_is_audited(reviewer, agent, reason):
+    delta = propose(agent)
+    response = reviewer.post(f"/deltas/staged/{delta.pk}/approve/", {"reason": reason}, **HX)
+    assert response.status_code == 422
+    assert "never stores secrets" in response.content.decode()
+    assert SkillDelta.objects.get(pk=delta.pk).status == "staged"
+    assert not AuditEvent.objects.filter(action="delta.approve").exists()
+
+
 def test_a_delta_someone_else_already_handled_just_leaves_the_queue(reviewer, agent):
     delta = propose(agent)
     reviewer.post(f"/deltas/staged/{delta.pk}/reject/", {"reason": "no"}, **HX)
