@@ -420,6 +420,13 @@ CAIRN_CONTEXT_MAX_LESSONS = envint("CAIRN_CONTEXT_MAX_LESSONS", 5)
 CAIRN_CONTEXT_LESSON_TOKENS = envint("CAIRN_CONTEXT_LESSON_TOKENS", 300)
 CAIRN_CONTEXT_MAX_ERRORS = 5
 CAIRN_LESSON_RECENCY_DAYS = envfloat("CAIRN_LESSON_RECENCY_DAYS", 30.0)
+# Situations (SPEC section 5): workarounds allowed after a blocker before a turn
+# escalates, how long a situation lesson is believed, how many are served.
+CAIRN_SITUATION_BUDGET_DECLARED = envint("CAIRN_SITUATION_BUDGET_DECLARED", 2)
+CAIRN_SITUATION_BUDGET_INFERRED = envint("CAIRN_SITUATION_BUDGET_INFERRED", 4)
+CAIRN_SITUATION_LESSON_DAYS = {"auth": 7, "not_installed": 30, "permission": 7}
+CAIRN_SITUATION_LESSON_CONFIDENCE = 0.9
+CAIRN_SITUATION_KNOWN_MAX = 3
 # Decay (SPEC section 7): a function of idle time, never of how often the job ran.
 CAIRN_KNOWLEDGE_DECAY_FACTOR = 0.9
 CAIRN_KNOWLEDGE_DECAY_PERIOD_DAYS = 30

@@ -23,6 +23,7 @@ from agents.apis.common import (
     actor,
     errors,
 )
+from memory.core.validation import bad_request
 from memory.situations.classify import RULES, Signals, classify_result
 from memory.situations.recovery import TurnResult, situation_declare, turn_result_record
 from memory.situations.selectors import KNOWN_MAX, blocker_json, known_blockers
@@ -31,6 +32,7 @@ from memory.situations.taxonomy import situation_validate
 TAG_SITUATIONS = "situations"
 OUTPUT_MAX = 1_000_000
 MACHINE = r"^[A-Za-z0-9:._-]{1,128}$"
+TURN_ID_MAX = 200
 
 SITUATION_HELP = (
     "A declared situation: `{kind, subject, unblock?, probe?: {tool, args}, interactive?, "
@@ -267,17 +269,8 @@ class TurnResultsApi(APIView):
         tags=[TAG_SITUATIONS],
     )
     def post(self, request, turn_id: str):
-        if len(turn_id) > 200:
-            return Response(
-                {
-                    "error": {
-                        "code": "invalid",
-                        "message": "turn_id must be at most 200 characters.",
-                        "fields": {"turn_id": ["at most 200 characters"]},
-                    }
-                },
-                status=status.HTTP_400_BAD_REQUEST,
-            )
+        if len(turn_id) > TURN_ID_MAX:
+            raise bad_request("turn_id", f"must be at most {TURN_ID_MAX} characters")
         serializer = self.TurnResultInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -162,6 +162,14 @@ def _situation_of(result: TurnResult) -> tuple[Situation | None, bool]:
     return inferred, adversarial
 
 
+def _signals_succeeded(signals: Signals | None) -> bool:
+    if signals is None or signals.failed:
+        return False
+    return signals.exit_code == 0 or (
+        signals.http_status is not None and 200 <= signals.http_status < 400
+    )
+
+
 @transaction.atomic
 def turn_result_record(*, actor: Actor, turn_id: str, result: TurnResult, now: datetime) -> dict:
     """Apply one tool result to the turn's recovery state and say what the loop may do.
@@ -205,6 +213,9 @@ def turn_result_record(*, actor: Actor, turn_id: str, result: TurnResult, now: d
         or is_blocker
         or (result.signals is not None and result.signals.failed)
     )
+    # Only a result that says it worked closes anything: a post with neither ``ok`` nor
+    # an exit code or HTTP status is neither a workaround nor a success.
+    succeeded = not failed and (result.ok is True or _signals_succeeded(result.signals))
     subject = result.subject or (situation.subject if situation else "") or tool
     if refused:
         turn.refused_calls += 1
@@ -216,7 +227,7 @@ def turn_result_record(*, actor: Actor, turn_id: str, result: TurnResult, now: d
     escalate_for: tuple[dict, int | None] | None = None
     opened = None
     # Rule 4: a clean probe or a success closes S (adversarial content closes nothing).
-    if not failed and not adversarial:
+    if succeeded and not adversarial:
         for key, blocker in list(blockers.items()):
             if _closes(blocker, subject=subject, tool=tool, probe=result.probe):
                 event_record(

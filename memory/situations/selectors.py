@@ -6,6 +6,7 @@ import re
 import statistics
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Sum
 
 from memory.models import (
@@ -19,7 +20,7 @@ from memory.models import (
 from memory.situations.escalation import cost_line
 from memory.situations.lessons import live_lessons
 
-KNOWN_MAX = 3
+KNOWN_MAX = settings.CAIRN_SITUATION_KNOWN_MAX
 KNOWN_HEADING = "Known blockers on this machine:"
 _OPERATION_HEAD = re.compile(r"[:/\s.]")
 

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
+
 from cairn.errors import ApplicationError
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import check_json_strings
@@ -45,18 +47,17 @@ INFERRED = "inferred"
 
 # Workarounds allowed after a blocker before the turn escalates: a tool that
 # declares its own failure is surer than a regex.
-BUDGET = {DECLARED: 2, INFERRED: 4}
+BUDGET = {
+    DECLARED: settings.CAIRN_SITUATION_BUDGET_DECLARED,
+    INFERRED: settings.CAIRN_SITUATION_BUDGET_INFERRED,
+}
 
 # Transient kinds live only in a turn's recovery state, never in a lesson.
 NEVER_PERSISTED = frozenset({"offline", "quota", "locked"})
 # How long a situation lesson is believed. ``permission`` is not named by the
 # spec; a week, like auth (both are changed by a person, at any time).
-LESSON_TTL = {
-    "auth": timedelta(days=7),
-    "not_installed": timedelta(days=30),
-    "permission": timedelta(days=7),
-}
-LESSON_CONFIDENCE = 0.9
+LESSON_TTL = {kind: timedelta(days=d) for kind, d in settings.CAIRN_SITUATION_LESSON_DAYS.items()}
+LESSON_CONFIDENCE = settings.CAIRN_SITUATION_LESSON_CONFIDENCE
 
 SUBJECT_MAX = 200
 TEXT_MAX = 500

@@ -96,3 +96,10 @@ def test_an_inferred_blocker_from_signals_needs_a_failure(post):
 def test_a_user_answer_with_nothing_open_is_harmless(post):
     body = post(user_answered=True)
     assert body["action"] == "continue" and body["step"] == 0
+
+
+def test_a_result_that_says_nothing_neither_counts_nor_closes(post):
+    post(tool="check_cli_setup", ok=False, situation=gh_logged_out())
+    body = post(tool="gh", subject="gh")  # no ok, no exit code, no status
+    assert body["open_blockers"][0]["count"] == 0
+    assert post(tool="gh", signals=Signals(tool="gh", exit_code=0))["open_blockers"] == []
