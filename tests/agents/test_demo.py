@@ -58,7 +58,7 @@ def test_it_loads_once_and_populates_the_queues(capsys):
 
     call_command("cairn_demo")
     assert "already loaded" in capsys.readouterr().out
-    assert Outcome.objects.filter(workspace=workspace).count() == 7
+    assert Outcome.objects.filter(workspace=workspace).count() == 8
 
 
 def test_it_leaves_a_contradiction_to_settle_and_a_consolidated_session():

@@ -185,6 +185,21 @@ WRITES = [
         "reason",
     ),
     ("admin", "post", "/api/v1/exports/", {"selector": {"context": "S"}}, "selector.context"),
+    (
+        "harness",
+        "post",
+        "/api/v1/situations/",
+        {"situation": {"kind": "auth", "subject": "gh", "detail": "S"}, "tool": "check"},
+        "situation.detail",
+    ),
+    (
+        "harness",
+        "post",
+        "/api/v1/turns/t1/results/",
+        {"tool": "gh", "ok": False, "stderr": "S"},
+        "stderr",
+    ),
+    ("admin", "post", "/api/v1/jobs/", {"kind": "S"}, "kind"),
 ]
 
 
@@ -256,7 +271,7 @@ def test_every_write_operation_of_the_schema_is_in_the_matrix(client):
 
 
 # POSTs that read (a query, an erasure preview): nothing of them is stored.
-READS = {"/api/v1/recall/", "/api/v1/erasures/preview/"}
+READS = {"/api/v1/recall/", "/api/v1/erasures/preview/", "/api/v1/situations/classify/"}
 
 
 def test_an_erasure_may_select_a_leaked_secret_by_text(world):
@@ -282,6 +297,7 @@ def _schema_path(path: str) -> str:
         path.replace("{knowledge}", "{item_id}")
         .replace("{lesson}", "{lesson_id}")
         .replace("/sessions/s1/", "/sessions/{session_id}/")
+        .replace("/turns/t1/", "/turns/{turn_id}/")
         .replace("/skills/triage-inbox/", "/skills/{name}/")
         .replace("/facts/ns/k/", "/facts/{namespace}/{key}/")
     )
