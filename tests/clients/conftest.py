@@ -3,10 +3,12 @@ stack, tokens of each scope, and the environment the console scripts read."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,13 @@ from memory.identity.services import token_issue
 
 BIN = Path(sys.executable).parent
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run_async(coro):
+    """Run ``coro`` on its own event loop in its own thread: a browser test earlier in
+    the session may leave Playwright's loop running in this one."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def script(name: str) -> str:

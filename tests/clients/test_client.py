@@ -4,7 +4,6 @@ code, message and fields, and the project comes from the working directory."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 
 import httpx
@@ -14,6 +13,7 @@ from cairn_client.operations import METHODS
 
 from memory.identity.projects import project_digest
 from memory.models import Knowledge, Outcome
+from tests.clients.conftest import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,7 +47,7 @@ def test_the_async_client_does_the_same(live_server, tokens):
             item = await cairn.knowledge_item(stored["id"])
             return stored, item
 
-    stored, item = asyncio.run(run())
+    stored, item = run_async(run())
     assert item["content"] == "Deploys happen on Tuesdays."
     assert inspect.iscoroutinefunction(AsyncCairn._call)
 

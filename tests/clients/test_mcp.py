@@ -5,7 +5,6 @@ message; and the server will not start with a harness token."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 
 import pytest
@@ -13,7 +12,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from memory.models import ConfidenceChange, Knowledge
-from tests.clients.conftest import script
+from tests.clients.conftest import run_async, script
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,7 +37,7 @@ def _session(env, work):
                 await session.initialize()
                 return await work(session)
 
-    return asyncio.run(run())
+    return run_async(run())
 
 
 def test_it_lists_only_the_model_facing_tools(harness_env):

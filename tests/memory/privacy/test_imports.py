@@ -61,7 +61,7 @@ def full(workspace):
     )
     evidence_record(
         workspace=workspace,
-        agent=chat,
+        actor=Actor.for_agent(chat, channel="harness"),
         evidence_id="ev-1",
         kind="user_confirmed",
         target_type="lesson",
