@@ -196,7 +196,6 @@ def jobs_reap() -> dict:
             claimed = JobRun.objects.filter(pk=run.pk, status=JobRun.Status.RUNNING).update(
                 status=JobRun.Status.QUEUED,
                 result={**(run.result or {}), "resumed": attempts + 1},
-                error=f"Resumed after its worker stopped (attempt {attempts + 1}).",
             )
             if claimed:
                 current_app.send_task(task, args=[run.pk])

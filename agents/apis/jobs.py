@@ -16,6 +16,7 @@ from agents.apis.erasures import ReceiptSerializer
 from agents.auth import IsAdminToken
 from cairn.errors import ApplicationError, NotFoundError
 from memory.maintenance.runnow import RUNNABLE_JOBS, job_run_now
+from memory.models import JobRun
 from memory.privacy.exports import export_file_get
 from memory.privacy.selectors import erasure_receipt_for_run, job_run_in_workspace, receipt_body
 
@@ -50,7 +51,10 @@ class JobApi(APIView):
             "progress": run.progress,
             "counts": run.counts,
             # A failure's traceback stays in the UI; the API says only that it failed.
-            "error": "The job failed; see the job page." if run.error else "",
+            # An interruption's message is Cairn's own sentence (the reaper's), no trace.
+            "error": run.error
+            if run.status == JobRun.Status.INTERRUPTED
+            else ("The job failed; see the job page." if run.error else ""),
         }
         if export_file_get(run=run) is not None:
             body["download_url"] = reverse("agents:export_download", args=[run.pk])

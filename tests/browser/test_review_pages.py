@@ -115,4 +115,6 @@ def test_a_refused_action_shows_a_toast(login, live_server, workspace):
 
     Membership.objects.filter(workspace=workspace).update(role="viewer")
     page.press("#agent-name", "Enter")
-    expect(page.locator("#toasts .toast.error")).to_contain_text("does not allow")
+    expect(page.locator("#toasts .toast.error")).to_contain_text(
+        "This needs the admin role in this workspace."
+    )

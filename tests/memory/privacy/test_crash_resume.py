@@ -156,6 +156,7 @@ def test_kill_9_mid_erasure_resumes_and_the_receipt_counts_what_went(client_app)
     receipt.refresh_from_db()
     assert run.status == JobRun.Status.SUCCEEDED, run.error
     assert run.result["resumed"] == 1
+    assert run.error == ""
     assert receipt.status == "completed"
     # One clean run's final state: every matching row gone, every other row kept,
     # and the receipt counts each deleted row once.
