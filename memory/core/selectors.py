@@ -126,9 +126,18 @@ def audit_event_list(
     actor: str = "",
     target_type: str = "",
     target_id: str = "",
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> QuerySet[AuditEvent]:
-    """Newest first. ``action`` and ``actor`` match as prefixes (``token.``, ``user:``)."""
+    """Newest first. ``action`` and ``actor`` match as prefixes (``token.``, ``user:``).
+
+    ``since`` (inclusive) and ``until`` (exclusive) bound ``created_at``.
+    """
     qs = AuditEvent.objects.filter(workspace=workspace)
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
+    if until is not None:
+        qs = qs.filter(created_at__lt=until)
     if action:
         qs = qs.filter(action__startswith=action)
     if actor:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime, timedelta
+
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from memory.core.selectors import audit_event_actions, audit_event_list
@@ -13,16 +16,37 @@ from reviews.pagination import paginate
 FILTERS = {"action": 64, "actor": 200, "target_type": 64, "target_id": 64}
 
 
+def _day(value: str) -> date | None:
+    """A ``YYYY-MM-DD`` filter value, or None (a bad date is ignored, like an empty one)."""
+    try:
+        return date.fromisoformat(value.strip()[:10]) if value.strip() else None
+    except ValueError:
+        return None
+
+
+def _start_of(day: date | None) -> datetime | None:
+    """Midnight at the start of ``day`` in the server's time zone."""
+    if day is None:
+        return None
+    return timezone.make_aware(datetime.combine(day, datetime.min.time()))
+
+
 @require_role("viewer")
 @require_GET
 def audit(request):
     filters = {name: request.GET.get(name, "").strip()[:cap] for name, cap in FILTERS.items()}
-    queryset = audit_event_list(workspace=request.workspace, **filters)
+    dates = {name: _day(request.GET.get(name, "")) for name in ("from", "to")}
+    since = _start_of(dates["from"])
+    until = _start_of(dates["to"] + timedelta(days=1)) if dates["to"] else None
+    queryset = audit_event_list(workspace=request.workspace, **filters, since=since, until=until)
     workspace = request.workspace
     context = {
         **filters,
+        "date_from": dates["from"].isoformat() if dates["from"] else "",
+        "date_to": dates["to"].isoformat() if dates["to"] else "",
+        "timezone": timezone.get_current_timezone_name(),
         "page": paginate(request, queryset, ordering=("-created_at", "-id")),
-        "filtered": any(filters.values()),
+        "filtered": any(filters.values()) or any(dates.values()),
         # A callable: the template calls it only when it renders the filters (full page).
         "actions": lambda: audit_event_actions(workspace=workspace),
         "list_url": reverse("reviews:audit"),

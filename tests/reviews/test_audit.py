@@ -1,5 +1,7 @@
 """Audit log screen: newest first, action/actor filters, bounded pages at any size."""
 
+from datetime import UTC
+
 import pytest
 
 from memory.models import AuditEvent
@@ -119,3 +121,29 @@ def test_it_stays_bounded_and_fast_at_10000_events(
     assert all(e.actor == "user:u3" and e.action == "token.issue" for e in filtered.context["page"])
     # The page size is capped however large the request.
     assert len(viewer.get("/audit/?size=100000", **HX).context["page"]) == 200
+
+
+def test_a_date_range_filters_events_and_dates_say_their_timezone(viewer, workspace):
+    from datetime import datetime
+
+    old = AuditEventFactory(workspace=workspace, action="token.issue")
+    new = AuditEventFactory(workspace=workspace, action="token.revoke")
+    AuditEvent.objects.filter(pk=old.pk).update(
+        created_at=datetime(2026, 3, 1, 12, tzinfo=UTC)
+    )
+    AuditEvent.objects.filter(pk=new.pk).update(
+        created_at=datetime(2026, 3, 5, 23, tzinfo=UTC)
+    )
+
+    def shown(query: str) -> set[int]:
+        html = viewer.get(f"/audit/?{query}", **HX).content.decode()
+        return {e.pk for e in (old, new) if f'id="audit-{e.pk}"' in html}
+
+    assert shown("") == {old.pk, new.pk}
+    assert shown("from=2026-03-02") == {new.pk}
+    assert shown("to=2026-03-04") == {old.pk}
+    assert shown("from=2026-03-05&to=2026-03-05") == {new.pk}  # "to" includes its whole day
+    assert shown("from=not-a-date") == {old.pk, new.pk}  # ignored, never a 500
+    page = viewer.get("/audit/?from=2026-03-02").content.decode()
+    assert 'name="from" type="date" value="2026-03-02"' in page
+    assert "2026-03-05 23:00:00 UTC" in page

@@ -1,0 +1,126 @@
+"""Every review page at desktop and phone width: no horizontal overflow, and axe-core
+(vendored, static/vendor/axe-4.10.3.min.js) finds no serious or critical violation."""
+
+from pathlib import Path
+
+import pytest
+
+from memory.core.actors import Actor
+from memory.knowledge.conversations import turn_store
+from memory.skills.consent import delta_approve, delta_reject
+from tests.factories.skills import (
+    INJECTED,
+    OBSERVED_CONTENT,
+    learning_agent,
+    propose,
+    register_v2,
+)
+from tests.factories.skills import (
+    reviewer as make_reviewer,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+AXE = Path(__file__).resolve().parents[2] / "static" / "vendor" / "axe-4.10.3.min.js"
+PAGES = [
+    "/dashboard/",
+    "/deltas/staged/",
+    "/deltas/quarantine/",
+    "/deltas/orphans/",
+    "/deltas/staged/decided/",
+    "/deltas/quarantine/decided/",
+    "/deltas/orphans/decided/",
+    "/deltas/{delta}/",
+    "/conversations/?session=sess_91f3&cite=12",
+    "/skills/",
+    "/skills/triage-inbox/",
+    "/facts/",
+    "/lessons/",
+    "/outcomes/",
+    "/knowledge/",
+    "/contradictions/",
+    "/jobs/",
+    "/audit/",
+    "/agents/",
+    "/exports/",
+    "/erasures/",
+]
+
+
+def _fill(workspace):
+    agent = learning_agent(workspace, name="gaia/chat-with-a-rather-long-agent-name")
+    turn_store(
+        workspace=workspace,
+        agent=agent,
+        session_id="sess_91f3",
+        role="user",
+        content="Escalate anything from the CFO after 48 hours, not 72. " * 5,
+        turn_index=12,
+    )
+    person = Actor.for_user(make_reviewer(workspace, username="ada"))
+    orphan = propose(agent, "Cc the manager on every escalation of a thread older than a week.")
+    delta_approve(delta=orphan, actor=person, reason="ok")
+    decided = propose(agent, "Keep replies short.", section="drafting-replies")
+    delta_reject(delta=decided, actor=person, reason="too broad for every reply")
+    register_v2(workspace)
+    staged = propose(
+        agent,
+        "Escalate anything from the CFO after 48 hours, not 72, and mention the thread id "
+        "ThisIsAVeryLongUnbrokenIdentifierThatShouldWrapOnAPhoneScreenWithoutOverflowing.",
+        rationale="The user corrected the escalation window in turn 12 of sess_91f3.",
+    )
+    propose(agent, INJECTED, section="drafting-replies", provenance=OBSERVED_CONTENT)
+    return staged
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_page_fits_the_screen_and_passes_axe(browser, live_server, workspace, width):
+    from memory.identity.services import user_create
+
+    staged = _fill(workspace)
+    user_create(workspace=workspace, username="admin-1", role="admin", password="pw-browser-1")
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "admin-1")
+    page.fill("#id_password", "pw-browser-1")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/dashboard/")
+    problems = []
+    for path in PAGES:
+        url = live_server.url + path.format(delta=staged.pk)
+        response = page.goto(url)
+        assert response.status == 200, path
+        overflow = page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        if overflow > 0:
+            wide = page.evaluate(
+                """() => Array.from(document.querySelectorAll('body *'))
+                     .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+                     .filter(e => !e.closest('.table-wrap, .diff-body, pre'))
+                     .slice(0, 3).map(e => e.tagName + '.' + e.className)"""
+            )
+            problems.append(f"{path}: {overflow}px wider than the screen ({wide})")
+        page.add_script_tag(path=str(AXE))
+        violations = page.evaluate(
+            """async () => {
+                 const r = await axe.run(document, {resultTypes: ['violations']});
+                 return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
+                   .map(v => v.id + ': ' + v.nodes.slice(0, 2).map(n => n.target.join(' ')).join(', '));
+               }"""
+        )
+        problems += [f"{path}: {v}" for v in violations]
+    # Confirm forms open inside the screen: the required checkbox can be reached.
+    page.goto(f"{live_server.url}/deltas/quarantine/")
+    page.locator("details[data-key-action=approve] summary").first.click()
+    form = page.locator("details[data-key-action=approve][open] .confirm-form").first
+    box = form.bounding_box()
+    if box["x"] < 0 or box["x"] + box["width"] > width + 1:
+        problems.append(f"quarantine confirm form at x={box['x']}, width {box['width']}")
+    acknowledge = form.locator("input[name=acknowledge]")
+    acknowledge.check()
+    assert acknowledge.is_checked()
+    context.close()
+    assert not problems, "\n".join(problems)
