@@ -38,6 +38,7 @@ from memory.lessons.evidence import confidence_rebuild
 from memory.models import Workspace
 from memory.privacy.queries import (
     _confidence_owners,
+    _decision_for,
     _errors_from_tool_calls,
     _facts_from_deltas,
     _knowledge_from_turns,
@@ -411,6 +412,16 @@ def _entries() -> list[Table]:
             follows={
                 "memory.Lesson": _pair_for("lesson"),
                 "memory.Knowledge": _pair_for("knowledge"),
+            },
+        ),
+        Table(
+            "memory.PairDecision",
+            DERIVED,
+            "A judged pair from the reconcile job or the lesson merge (ids, judge, verdict, "
+            "action; no content): it goes when either side is erased.",
+            follows={
+                "memory.Lesson": _decision_for("lesson"),
+                "memory.Knowledge": _decision_for("knowledge"),
             },
         ),
         Table(

@@ -240,3 +240,7 @@ def _ledger_for(target_type: str) -> Callable[[list[int]], Q]:
 
 def _pair_for(target_type: str) -> Callable[[list[int]], Q]:
     return lambda ids: Q(a_type=target_type, a_id__in=ids) | Q(b_type=target_type, b_id__in=ids)
+
+
+def _decision_for(target_type: str) -> Callable[[list[int]], Q]:
+    return lambda ids: Q(target_type=target_type) & (Q(a_id__in=ids) | Q(b_id__in=ids))

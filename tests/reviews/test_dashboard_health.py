@@ -33,10 +33,16 @@ def test_the_demo_workspace_shows_its_queues_and_trends(member_client):
     assert "learned: 4; retired: 1</desc>" in html  # the chart's description
     assert 'id="chart-confidence-of-active-lessons"' in html
     assert 'id="chart-strength-of-active-knowledge"' in html
-    # What the coding agent remembered, a reminder, a sensitive item and an error item.
+    # What the coding agent remembered, a reminder, a sensitive item and an error item,
+    # plus the maintenance demo: a person's item and the agent's that contradicts it, two
+    # PostgreSQL items (the older superseded by reconcile but not archived), and the
+    # consolidated session's summary and extracted preference.
     active = Knowledge.objects.filter(workspace=demo, status="active").count()
-    assert active == 9
-    assert f"items: {active}</desc>" in html
+    assert active == 15
+    current = Knowledge.objects.filter(
+        workspace=demo, status="active", superseded_by__isnull=True
+    ).count()
+    assert current == 14 and f"items: {current}</desc>" in html  # the chart: current items
 
 
 def test_open_contradictions_need_attention(member_client, workspace):

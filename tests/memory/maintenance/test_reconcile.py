@@ -22,6 +22,8 @@ from memory.models import (
     PairDecision,
     ReviewItem,
 )
+from memory.privacy.erasure import erasure_execute
+from memory.privacy.selection import Selector
 from memory.tasks import reconcile
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory
@@ -210,3 +212,13 @@ def test_it_is_on_beat():
     schedule = prod_settings.CELERY_BEAT_SCHEDULE
     assert schedule["reconcile"]["task"] == "memory.tasks.reconcile"
     assert schedule["consolidate"]["task"] == "memory.tasks.consolidate"
+
+
+def test_erasing_a_side_takes_its_decisions_and_review_items(workspace):
+    items = plant(workspace)
+    reconcile_workspace(workspace=workspace, judge=HeuristicJudge())
+    erasure_execute(workspace=workspace, selector=Selector(kind="text", value="cairn-backups"))
+    gone = {items["person"].pk, items["agent_vs_person"].pk}
+    left = PairDecision.objects.filter(workspace=workspace)
+    assert left.count() == 2 and not any({d.a_id, d.b_id} & gone for d in left)
+    assert not ReviewItem.objects.filter(workspace=workspace).exists()
