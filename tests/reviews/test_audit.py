@@ -128,12 +128,8 @@ def test_a_date_range_filters_events_and_dates_say_their_timezone(viewer, worksp
 
     old = AuditEventFactory(workspace=workspace, action="token.issue")
     new = AuditEventFactory(workspace=workspace, action="token.revoke")
-    AuditEvent.objects.filter(pk=old.pk).update(
-        created_at=datetime(2026, 3, 1, 12, tzinfo=UTC)
-    )
-    AuditEvent.objects.filter(pk=new.pk).update(
-        created_at=datetime(2026, 3, 5, 23, tzinfo=UTC)
-    )
+    AuditEvent.objects.filter(pk=old.pk).update(created_at=datetime(2026, 3, 1, 12, tzinfo=UTC))
+    AuditEvent.objects.filter(pk=new.pk).update(created_at=datetime(2026, 3, 5, 23, tzinfo=UTC))
 
     def shown(query: str) -> set[int]:
         html = viewer.get(f"/audit/?{query}", **HX).content.decode()
