@@ -187,6 +187,7 @@ class SessionTurnsApi(APIView):
             session_id=session_id,
             turns=turns,
             incognito=data.validated_data["incognito"],
+            channel=actor(request).channel,
         )
         if not result.recorded:
             return Response({"recorded": False}, status=status.HTTP_202_ACCEPTED)

@@ -145,9 +145,10 @@ class TurnBatchResult:
 
 _TURNS_INSERT_SQL = """
     INSERT INTO memory_conversationturn
-        (workspace_id, agent_id, session_id, role, turn_index, content, context, created_at)
+        (workspace_id, agent_id, session_id, role, turn_index, content, context, created_at,
+         channel)
     SELECT %(workspace_id)s, %(agent_id)s, %(session_id)s, t.role, t.turn_index, t.content,
-           t.context, t.created_at
+           t.context, t.created_at, %(channel)s
     FROM unnest(%(roles)s::text[], %(indexes)s::int[], %(contents)s::text[],
                 %(contexts)s::text[], %(ats)s::timestamptz[])
          AS t(role, turn_index, content, context, created_at)
@@ -163,6 +164,7 @@ def turns_store_many(
     session_id: str,
     turns: list[dict[str, Any]],
     incognito: bool = False,
+    channel: str = Channel.AGENT,
 ) -> TurnBatchResult:
     """Store up to CAIRN_TURN_BATCH_MAX turns of one session: all or none.
 
@@ -212,6 +214,7 @@ def turns_store_many(
         "workspace_id": workspace.pk,
         "agent_id": agent.pk if agent is not None else None,
         "session_id": session_id,
+        "channel": str(channel),
         "roles": [r[0] for r in checked],
         "contents": [r[1] for r in checked],
         "contexts": [r[2] for r in checked],

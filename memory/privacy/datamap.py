@@ -155,6 +155,14 @@ def _entries() -> list[Table]:
             lineage="superseded_by",
             export="lessons",
             quoted=("text",),
+            # A merged lesson's bounded evidence list: the latest outcome ids and the
+            # lessons folded into it.
+            refs={
+                "merged_evidence": (
+                    InJson(("latest", "*"), "memory.Outcome"),
+                    InJson(("merged_from", "*"), "memory.Lesson"),
+                )
+            },
         ),
         Table(
             "memory.LessonEvidence",

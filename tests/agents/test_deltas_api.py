@@ -339,7 +339,8 @@ def test_auto_approve_is_off_by_default(ready):
 def test_unstorable_text_is_a_400_not_a_500(ready):
     nul = post_delta(ready, **_pref("bad\u0000byte"))
     assert nul.status_code == 400
-    assert "payload" in nul.json()["error"]["fields"]
+    # The input guard answers before any view, naming the exact field.
+    assert "payload.body" in nul.json()["error"]["fields"]
     surrogate = ready.generic(
         "POST",
         "/api/v1/skills/triage-inbox/deltas/",
@@ -380,7 +381,7 @@ def test_a_delta_carries_the_agents_rationale(ready):
     [
         ("x" * 401, 400, "invalid"),
         (["not", "text"], 400, "invalid"),
-        ("bad\x00byte", 400, "invalid"),
+        ("bad\x00byte", 400, "invalid_characters"),
         ("the key is AKIAIOSFODNN7EXAMPLE, trust me", 422, "credential_refused"),
     ],
 )

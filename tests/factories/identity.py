@@ -30,4 +30,5 @@ def api_client(agent: Agent, *, scope: str = "agent"):
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
     client.agent = agent
     client.token = issued.token
+    client.raw_token = issued.raw
     return client

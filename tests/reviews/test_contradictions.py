@@ -2,11 +2,12 @@
 
 import pytest
 
+from memory.core.actors import Actor
 from memory.lessons.evidence import evidence_record
 from memory.maintenance.judge import HeuristicJudge
 from memory.maintenance.reconcile import reconcile_workspace
 from memory.models import AuditEvent, Knowledge, Lesson, LessonState, ReviewItem
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import AgentFactory, WorkspaceFactory
 from tests.factories.lessons import KnowledgeFactory, LessonFactory
 from tests.factories.maintenance import AGENT_VS_PERSON, PERSON, plant
 from tests.factories.review import ReviewItemFactory
@@ -193,7 +194,9 @@ def test_a_reconcile_item_shows_each_sides_evidence_and_history(viewer, workspac
         target_id=items["agent_vs_person"].pk,
         kind="user_confirmed",
         evidence_id="ev-1",
-        agent=None,
+        actor=Actor.for_agent(
+            items["agent_vs_person"].agent or AgentFactory(workspace=workspace), channel="harness"
+        ),
     )
     html = viewer.get("/contradictions/").content.decode()
     card = html[html.index(f'id="item-{review.pk}"') :]

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from memory.core.actors import Actor
 from memory.knowledge.conversations import tool_calls_log, turn_store
 from memory.skills.trust import feedback_record
 from tests.factories.identity import WorkspaceFactory
@@ -43,6 +44,7 @@ def _session(agent, session="sess_91f3"):
             content=text,
             turn_index=index,
             at=start + timedelta(minutes=index - 10),
+            channel="harness",  # what the harness reported: it backs a delta's provenance
         )
     tool_calls_log(
         workspace=agent.workspace,
@@ -104,11 +106,28 @@ def test_the_trust_ledger_opens_to_its_samples(viewer, agent):
     delta = propose(
         agent, "Offer two slots.", section="drafting-replies", provenance=OUTCOME_EVIDENCE
     )
-    feedback_record(agent=agent, action_type="reply", scope=delta.scope, positive=True)
     feedback_record(
-        agent=agent, action_type="reply", scope=delta.scope, positive=False, delta_ids=[delta.pk]
+        actor=Actor.for_agent(agent, channel="harness"),
+        sample_id="s-1",
+        action_type="reply",
+        scope=delta.scope,
+        positive=True,
     )
-    feedback_record(agent=agent, action_type="reply", scope="skill:other", positive=True)
+    feedback_record(
+        actor=Actor.for_agent(agent, channel="harness"),
+        sample_id="s-2",
+        action_type="reply",
+        scope=delta.scope,
+        positive=False,
+        delta_ids=[delta.pk],
+    )
+    feedback_record(
+        actor=Actor.for_agent(agent, channel="harness"),
+        sample_id="s-3",
+        action_type="reply",
+        scope="skill:other",
+        positive=True,
+    )
     card = viewer.get("/deltas/staged/").content.decode()
     assert f'href="/deltas/{delta.pk}/#samples"' in card
     page = viewer.get(f"/deltas/{delta.pk}/").content.decode()

@@ -26,6 +26,7 @@ from tqdm import tqdm
 from cairn.errors import ApplicationError
 from memory.identity.services import agent_get_or_create, workspace_get_or_create
 from memory.knowledge.conversations import turns_store_many
+from memory.models import Channel
 
 
 def _turns(line_no: int, session: dict) -> list[dict]:
@@ -57,7 +58,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="JSON Lines file, or - for stdin")
-        parser.add_argument("--workspace", required=True)
+        parser.add_argument("--workspace", required=True, help="the workspace to import into")
         parser.add_argument("--agent", required=True, help="the agent the turns belong to")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -88,6 +89,8 @@ class Command(BaseCommand):
                             agent=agent_obj,
                             session_id=session.get("session_id"),
                             turns=turns[start : start + chunk],
+                            # An operator's import: neither the model's word nor the harness.
+                            channel=Channel.SYSTEM,
                         )
                     except ApplicationError as exc:
                         fields = "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.fields.items())

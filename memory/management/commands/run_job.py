@@ -22,7 +22,7 @@ class Command(BaseCommand):
     help = "Run a background job now (reconcile, consolidate, decay, maintenance, ...)."
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=sorted(RUNNABLE_JOBS))
+        parser.add_argument("kind", choices=sorted(RUNNABLE_JOBS), help="the job to run now")
         parser.add_argument("--workspace", help="workspace name (workspace jobs: default all)")
         parser.add_argument(
             "--queue", action="store_true", help="send it to the workers instead of running here"

@@ -14,7 +14,7 @@ from tests.factories.lessons import LessonFactory, digest
 pytestmark = pytest.mark.django_db
 
 TEXT = "Run pytest from the repository root before committing."
-SAME = "Run pytest from the repository root before committing"
+SAME = "Always run pytest from the repository root before committing."
 
 
 def verify(lesson, n: int = 1):

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from memory.core.actors import Actor
 from memory.knowledge.recall import knowledge_recall
 from memory.lessons.evidence import evidence_record
 from memory.maintenance.judge import HeuristicJudge, JudgeUnavailable
@@ -193,7 +194,7 @@ def test_a_merged_duplicate_hands_over_its_uses_and_evidence(workspace):
     Knowledge.objects.filter(pk=weak.pk).update(use_count=3)
     evidence_record(
         workspace=workspace,
-        agent=None,
+        actor=Actor.system("test"),
         evidence_id="ev-weak",
         kind="self_report",
         target_type="knowledge",

@@ -220,6 +220,22 @@ class _Operations:
             "facts_put", path={"namespace": namespace, "key": key}, json={"value": value, **fields}
         )
 
+    # -- situations: blockers the agent cannot fix
+    def classify(self, **signals):
+        return self._call("situation_classify", json=signals)
+
+    def declare_situation(self, situation: dict, **fields):
+        return self._call("situation_declare", json={"situation": situation, **fields})
+
+    def post_result(self, turn_id: str, *, tool: str, ok: bool, **fields):
+        body = {"tool": tool, "ok": ok, **fields}
+        return self._call("turn_result_record", path={"turn_id": turn_id}, json=body)
+
+    def known_blockers(self, *, machine: str, subjects: str | None = None):
+        return self._call(
+            "situations_known", params=_clean({"machine": machine, "subjects": subjects})
+        )
+
     # -- admin scope: exports, erasures, jobs
     def export(self, selector: dict, *, format: str = "json"):
         return self._call("exports_start", json={"selector": selector, "format": format})
@@ -237,6 +253,9 @@ class _Operations:
 
     def job(self, job_id: int):
         return self._call("jobs_get", path={"job_id": job_id})
+
+    def run_job(self, kind: str, **fields):
+        return self._call("jobs_start", json={"kind": kind, **fields})
 
 
 class _Base(_Operations):
