@@ -304,6 +304,10 @@ def _entries() -> list[Table]:
             selectors={"agent": by_agent(), "session": by("session_id")},
             export="turn_recoveries",
             quoted=("blockers", "escalation"),
+            refs={
+                "blockers": (InJson(("~", "lesson_id"), "memory.SituationLesson"),),
+                "escalation": (InJson(("lesson_id",), "memory.SituationLesson"),),
+            },
         ),
         Table(
             "memory.SituationLesson",
@@ -331,6 +335,7 @@ def _entries() -> list[Table]:
             selectors={"agent": by_agent(), "session": by("session_id")},
             cascades_from=("memory.TurnRecovery",),
             export="situation_events",
+            refs={"details": (InJson(("lesson_id",), "memory.SituationLesson"),)},
         ),
         # ---- skills and learned deltas
         Table(

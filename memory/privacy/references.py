@@ -94,6 +94,13 @@ def _resolve(value, label: str | None, resolve: Resolve, tally: Tally):
 
 def _walk(node, path: tuple[str, ...], spec: InJson, resolve: Resolve, tally: Tally, in_list):
     step, rest = path[0], path[1:]
+    if step == "~":  # every value of an object keyed by name (e.g. blockers by subject)
+        if not isinstance(node, dict) or not rest:
+            return node
+        return {
+            key: _walk(value, rest, spec, resolve, tally, in_list=False)
+            for key, value in node.items()
+        }
     if step == "*":
         if not isinstance(node, list):
             return node

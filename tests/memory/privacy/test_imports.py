@@ -17,6 +17,7 @@ from memory.privacy.references import json_specs
 from memory.privacy.selection import EXPORT_SELECTORS, selector_parse
 from memory.skills.deltas import delta_create
 from memory.skills.jobs import delta_consolidate
+from tests.factories.skills import backed
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.privacy import bundle, confirm_lesson, ready_agent, workspace_ready
 from tests.memory.privacy.test_exports import normalised
@@ -74,7 +75,7 @@ def full(workspace):
             kind="preference",
             anchor={"section": "drafting-replies"},
             payload={"body": text},
-            provenance={"source": "user_instruction", "turns": [f"umb-{n}#1"]},
+            provenance=backed(chat, {"source": "user_instruction", "turns": [f"umb-{n}#1"]}),
         )
     assert delta_consolidate(workspace=workspace)["proposed"] == 1
     return workspace
@@ -231,6 +232,7 @@ JSON_WITHOUT_IDS = {
     ("memory.SkillDelta", "findings"),
     ("memory.LearnedFact", "value"),
     ("memory.LearnedFact", "provenance"),
+    ("memory.SituationLesson", "probe"),
 }
 
 
