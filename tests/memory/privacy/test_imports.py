@@ -17,9 +17,9 @@ from memory.privacy.references import json_specs
 from memory.privacy.selection import EXPORT_SELECTORS, selector_parse
 from memory.skills.deltas import delta_create
 from memory.skills.jobs import delta_consolidate
-from tests.factories.skills import backed
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.privacy import bundle, confirm_lesson, ready_agent, workspace_ready
+from tests.factories.skills import backed
 from tests.memory.privacy.test_exports import normalised
 from tests.memory.skills.test_jobs import SAME
 
