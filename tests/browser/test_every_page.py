@@ -56,9 +56,10 @@ def _fill(workspace):
         role="user",
         content="Escalate anything from the CFO after 48 hours, not 72. " * 5,
         turn_index=12,
+        channel="harness",
     )
     person = Actor.for_user(make_reviewer(workspace, username="ada"))
-    orphan = propose(agent, "Cc the manager on every escalation of a thread older than a week.")
+    orphan = propose(agent, "Mention the age of a thread older than a week when escalating it.")
     delta_approve(delta=orphan, actor=person, reason="ok")
     decided = propose(agent, "Keep replies short.", section="drafting-replies")
     delta_reject(delta=decided, actor=person, reason="too broad for every reply")
@@ -79,7 +80,9 @@ def test_every_page_fits_the_screen_and_passes_axe(browser, live_server, workspa
 
     staged = _fill(workspace)
     user_create(workspace=workspace, username="admin-1", role="admin", password="pw-browser-1")
-    context = browser.new_context(viewport={"width": width, "height": 900})
+    # axe is injected as a script of the test's own: the page's CSP (script-src 'self',
+    # checked in test_csp.py) would rightly refuse it.
+    context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
     page = context.new_page()
     page.set_default_timeout(15000)
     page.goto(f"{live_server.url}/login/")

@@ -26,6 +26,7 @@ def test_a_reviewer_reads_why_approves_with_a_and_finds_it_under_decided(
             role="user",
             content=text,
             turn_index=index,
+            channel="harness",
         )
     first = propose(
         agent,
