@@ -15,6 +15,7 @@ from reviews.views import (
     outcomes,
     privacy,
     projects,
+    settings,
     situations,
     skills,
 )
@@ -26,6 +27,10 @@ urlpatterns = [
     path("", dashboard.home, name="home"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("workspace/switch/", dashboard.switch_workspace, name="switch_workspace"),
+    path("workspace/settings/", settings.workspace_settings, name="workspace_settings"),
+    path(
+        "workspace/settings/save/", settings.workspace_settings_save, name="workspace_settings_save"
+    ),
     path("agents/", agents.agents, name="agents"),
     path("agents/new/", agents.agents_create, name="agents_create"),
     path("agents/<int:pk>/tokens/", agents.agents_token_issue, name="agents_token_issue"),

@@ -2,7 +2,8 @@
 
 Every view is scoped to the token's workspace; another workspace's ids answer
 404 exactly like missing ones. Projects are named by ``project_remote`` and/or
-``project_path`` (body or query) and only their digest is stored.
+``project_path`` (body or query) and only their digest is stored (a remote also names
+a project that has no label yet, after its last path segment).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from agents.apis.common import (
     actor,
     errors,
 )
-from memory.lessons.outcomes import IN_PLAY_TYPES, outcome_record
+from memory.lessons.outcomes import GOAL_TEXT_MAX_CHARS, IN_PLAY_TYPES, outcome_record
 from memory.models import CheckKind, StepOutcome
 
 
@@ -108,6 +109,16 @@ class OutcomeCreateApi(APIView):
             help_text="Hashed (first 200 characters); never stored.",
         )
         goal_digest = serializers.RegexField(r"^[0-9a-f]{64}$", required=False, allow_blank=True)
+        goal_text = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            trim_whitespace=False,
+            max_length=GOAL_TEXT_MAX_CHARS,
+            help_text="The goal in words, for reviewers (credentials are refused). Stored only "
+            "when the workspace opted in (setting store_goal_text, off by default); hashed "
+            "like `goal` when `goal` is not given. The answer's `goal_text_stored` says "
+            "whether it was kept.",
+        )
         approach = ApproachStepSerializer(many=True, max_length=500, default=list)
         checks = CheckSerializer(many=True, max_length=200, default=list)
         claim_ok = serializers.BooleanField(default=True)
@@ -142,6 +153,11 @@ class OutcomeCreateApi(APIView):
             "model's own word (agent token), recency only and lessons stay claimed",
         )
         hint = serializers.CharField(help_text="one line on what this outcome counted for")
+        goal_text_stored = serializers.BooleanField(
+            required=False,
+            help_text="true when `goal_text` was kept (the workspace opted in); false when "
+            "none was sent or only its digest was kept",
+        )
 
     @extend_schema(
         operation_id="outcome_create",
@@ -172,7 +188,7 @@ class OutcomeCreateApi(APIView):
                     "session_id": "run-42",
                     "turn_index": 3,
                     "project_remote": "git@github.com:acme/shop.git",
-                    "goal": "Fix the failing cart test",
+                    "goal_text": "Fix the failing cart test",
                     "approach": [
                         {
                             "operation_key": "pytest:tests/",
@@ -232,6 +248,7 @@ class OutcomeCreateApi(APIView):
             context=data["context"],
             goal=data.get("goal") or None,
             goal_digest_value=data.get("goal_digest") or "",
+            goal_text=data.get("goal_text") or None,
             approach=[dict(step) for step in data["approach"]],
             checks=[dict(check) for check in data["checks"]],
             claim_ok=data["claim_ok"],

@@ -14,7 +14,7 @@ import posixpath
 import re
 from urllib.parse import urlsplit
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
@@ -125,6 +125,51 @@ def project_label_set(
         workspace=workspace,
         actor=actor.label,
         action="project.label" if label else "project.unlabel",
+        target_type="project",
+        target_id=project_digest[:64],
+    )
+    return label
+
+
+def remote_label(remote: str | None) -> str:
+    """A readable name from a git remote: its last path segment (``acme/widgets.git`` →
+    ``widgets``); '' when the remote has none."""
+    if not remote or not remote.strip():
+        return ""
+    last = remote_normalize(remote).rsplit("/", 1)[-1]
+    return " ".join(last.split())[:PROJECT_LABEL_MAX_CHARS]
+
+
+def project_label_from_remote(
+    *, workspace_id: int, project_digest: str, remote: str | None, author: str
+) -> str | None:
+    """Name a project after its remote when nobody has named it yet; returns the new label.
+
+    Only a missing label is written, so a person's label
+    is never overwritten, and a later remote never renames the project. The write is
+    audited like a person's. People edit or erase it like any label.
+    """
+    label = remote_label(remote)
+    if not label or not project_digest:
+        return None
+    if ProjectLabel.objects.filter(
+        workspace_id=workspace_id, project_digest=project_digest
+    ).exists():
+        return None
+    try:
+        with transaction.atomic():  # a savepoint: a concurrent first label wins quietly
+            ProjectLabel.objects.create(
+                workspace_id=workspace_id,
+                project_digest=project_digest,
+                label=label,
+                updated_by=author[:200],
+            )
+    except IntegrityError:
+        return None
+    audit_record(
+        workspace=Workspace(pk=workspace_id),
+        actor=author,
+        action="project.label_from_remote",
         target_type="project",
         target_id=project_digest[:64],
     )

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
-from memory.core.actors import Actor
+from memory.core.actors import Actor, actor_require_role
 from memory.core.audit import audit_record
 from memory.models import Agent, ApiToken, Membership, Role, TokenScope, Workspace
 
@@ -249,3 +249,45 @@ def membership_get(*, user, workspace_id: int | None = None) -> Membership | Non
     if workspace_id is not None:
         qs = qs.filter(workspace_id=workspace_id)
     return qs.order_by("workspace__name").first()
+
+
+# Workspace settings a person may change in the review UI: name → what it does. Other
+# settings (auto_approve_user_instruction) are set by an operator, not here.
+GOAL_TEXT_SETTING = "store_goal_text"
+WORKSPACE_SETTINGS_EDITABLE = {
+    GOAL_TEXT_SETTING: "Keep the goal text a harness sends with an outcome (off: only its digest).",
+}
+
+
+def workspace_setting(*, workspace: Workspace, name: str) -> bool:
+    """A boolean workspace setting; anything but a stored ``True`` is off."""
+    return (workspace.settings or {}).get(name) is True
+
+
+@transaction.atomic
+def workspace_setting_set(*, workspace: Workspace, name: str, value: bool, actor: Actor) -> bool:
+    """An admin turns a workspace setting on or off (audited); returns whether it changed."""
+    if name not in WORKSPACE_SETTINGS_EDITABLE:
+        raise ApplicationError(
+            f"{name!r} is not a setting people change here.", fields={"name": ["unknown"]}
+        )
+    actor_require_role(
+        actor, workspace=workspace, roles=(Role.ADMIN,), action="change workspace settings"
+    )
+    locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+    current = dict(locked.settings or {})
+    if (current.get(name) is True) == bool(value):
+        return False
+    current[name] = bool(value)
+    locked.settings = current
+    locked.save(update_fields=["settings"])
+    workspace.settings = current
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="workspace.setting",
+        target_type="workspace",
+        target_id=workspace.pk,
+        details={"setting": name, "value": bool(value)},
+    )
+    return True

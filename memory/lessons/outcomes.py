@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memory.identity.projects import project_digest_required, target_relativize
+from memory.core.secrets import refuse_secrets
+from memory.core.validation import bad_request, check_json_strings
+from memory.identity.projects import (
+    project_digest_required,
+    project_label_from_remote,
+    target_relativize,
+)
+from memory.identity.services import GOAL_TEXT_SETTING
 from memory.lessons.evidence import evidence_apply
 from memory.lessons.services import (
     lesson_confirm_by_outcome,
@@ -40,10 +47,35 @@ from memory.models import (
     LessonState,
     Outcome,
     StepOutcome,
+    Workspace,
 )
 from memory.skills.trust import trust_samples_from_outcome
 
 IN_PLAY_TYPES = ("lesson", "knowledge", "error", "delta")
+GOAL_TEXT_MAX_CHARS = 1000
+
+
+def goal_text_clean(goal_text) -> str:
+    """The goal in words a harness may send: optional, ≤ 1000 characters, no credentials.
+
+    Checked whether or not the workspace keeps it, so a harness learns of a refusal
+    the same way everywhere (400 naming ``goal_text``; 422 ``credential_refused``).
+    """
+    if goal_text is None:
+        return ""
+    if not isinstance(goal_text, str):
+        raise bad_request("goal_text", "The goal text is a string.")
+    check_json_strings("goal_text", goal_text)
+    cleaned = goal_text.strip()
+    if len(cleaned) > GOAL_TEXT_MAX_CHARS:
+        raise bad_request("goal_text", f"At most {GOAL_TEXT_MAX_CHARS} characters.")
+    refuse_secrets({"goal_text": cleaned})
+    return cleaned
+
+
+def _goal_text_kept(*, agent: Agent) -> bool:
+    settings = Workspace.objects.filter(pk=agent.workspace_id).values_list("settings", flat=True)
+    return (settings.first() or {}).get(GOAL_TEXT_SETTING) is True
 
 
 # --- the verdict ----------------------------------------------------------------------------
@@ -80,6 +112,7 @@ def outcome_record(
     context: str = "global",
     goal: str | None = None,
     goal_digest_value: str = "",
+    goal_text: str | None = None,
     approach: list[dict] | None = None,
     checks: list[dict] | None = None,
     claim_ok: bool = True,
@@ -93,7 +126,10 @@ def outcome_record(
     """Record one outcome; returns (response body, created).
 
     1. An ``outcome_id`` this agent already posted answers with the stored body.
-    2. Otherwise, in one transaction: insert the row (the unique constraint on
+    2. ``goal_text`` is checked (length, credentials) and hashed when no ``goal`` is
+       given; it is stored only when the workspace opted in (``store_goal_text``),
+       and the body says whether it was (``goal_text_stored``).
+    3. Otherwise, in one transaction: insert the row (the unique constraint on
        (agent, outcome_id) makes concurrent retries lose here and re-read the
        winner's body), compute ``passed``, attribute it to the in-play lessons
        and knowledge, learn mechanical lessons, store the body.
@@ -102,6 +138,10 @@ def outcome_record(
     if stored is not None:
         return stored, False
     digest = project_digest_required(remote=project_remote, path=project_path)
+    goal_text = goal_text_clean(goal_text)
+    keep_goal_text = bool(goal_text) and _goal_text_kept(agent=agent)
+    if not goal and goal_text:
+        goal = goal_text
     approach = [
         {**a, "target": target_relativize(a.get("target", ""), path=project_path)}
         for a in (approach or [])
@@ -123,6 +163,7 @@ def outcome_record(
                 machine_digest=machine or "",
                 context=context or "global",
                 goal_digest=goal_digest(goal) if goal else goal_digest_value,
+                goal_text=goal_text if keep_goal_text else "",
                 approach=approach,
                 checks=checks,
                 claim_ok=claim_ok,
@@ -134,7 +175,14 @@ def outcome_record(
                 reported_passed=reported_passed,
                 channel=channel,
             )
+            project_label_from_remote(
+                workspace_id=agent.workspace_id,
+                project_digest=digest,
+                remote=project_remote,
+                author=f"{outcome.channel}:{agent.name}",
+            )
             body = _apply(outcome=outcome)
+            body["goal_text_stored"] = keep_goal_text
             outcome.response = body
             outcome.save(update_fields=["response"])
             return body, True

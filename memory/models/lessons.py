@@ -1,6 +1,7 @@
 """Outcomes, evidence and lessons (SPEC section 4).
 
-Projects and machines are digests only: no path or remote URL is stored.
+Projects and machines are digests only: no path or remote URL is stored. A goal is
+a digest too, unless the workspace opted in to keep the goal text a harness sends.
 Every change of a lesson's or knowledge item's confidence writes one
 ``ConfidenceChange`` row (the evidence ledger); ``memory.lessons.evidence.
 confidence_apply`` is the only code that does either.
@@ -61,6 +62,9 @@ class Outcome(models.Model):
     machine_digest = models.CharField(max_length=128, blank=True, default="")
     context = models.CharField(max_length=200, default="global")
     goal_digest = models.CharField(max_length=64, blank=True, default="")
+    # The goal in words, only when the harness sent ``goal_text`` and the workspace opted
+    # in (setting ``store_goal_text``); otherwise only the digest above is kept.
+    goal_text = models.TextField(blank=True, default="")
     approach = models.JSONField(default=list, blank=True)
     checks = models.JSONField(default=list, blank=True)
     claim_ok = models.BooleanField(default=True)

@@ -114,7 +114,8 @@ class ReviewItem(models.Model):
 
 
 class ProjectLabel(models.Model):
-    """A person's name for a project digest, shown next to the short digest."""
+    """A name for a project digest, shown next to the short digest: a person's, or the
+    last path segment of the first remote a harness sent (``updated_by`` says whose)."""
 
     workspace = models.ForeignKey(
         Workspace, on_delete=models.CASCADE, related_name="project_labels"

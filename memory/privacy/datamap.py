@@ -219,7 +219,9 @@ def _entries() -> list[Table]:
         Table(
             "memory.Outcome",
             CONTENT,
-            "One agent turn as the harness saw it (approach, checks, targets).",
+            "One agent turn as the harness saw it (approach, checks, targets) and, where the "
+            "workspace opted in, the goal text the harness sent (goal_text): it is erased "
+            "and exported with its outcome.",
             selectors={
                 "agent": by_agent(),
                 "project": by("project_digest"),
@@ -440,7 +442,8 @@ def _entries() -> list[Table]:
         Table(
             "memory.ProjectLabel",
             CONTENT,
-            "A person's name for a project digest; a project erasure takes the name too.",
+            "A name for a project digest: a person's, or the last path segment of the "
+            "first remote a harness sent; a project or text erasure takes the name too.",
             selectors={"project": by("project_digest")},
             export="project_labels",
         ),

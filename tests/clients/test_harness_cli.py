@@ -109,3 +109,16 @@ def test_an_unreachable_server_keeps_the_turn_and_sends_it_later(harness_env, re
     assert sent.returncode == 0, sent.stderr
     assert Outcome.objects.get().passed is False
     assert json.loads(run("cairn-turn", "status", env=harness_env).stdout)["pending"] == []
+
+
+def test_a_shared_goal_is_kept_where_the_workspace_opted_in(harness_env, repo):
+    from memory.models import ProjectLabel, Workspace
+
+    Workspace.objects.update(settings={"store_goal_text": True})
+    env = harness_env
+    run("cairn-turn", "start", "--goal", "fix the cart", "--share-goal", env=env, cwd=repo)
+    assert run("cairn-turn", "end", env=env, cwd=repo).returncode == 0
+    run("cairn-turn", "start", "--goal", "keep this one private", env=env, cwd=repo)
+    assert run("cairn-turn", "end", env=env, cwd=repo).returncode == 0
+    assert sorted(Outcome.objects.values_list("goal_text", flat=True)) == ["", "fix the cart"]
+    assert ProjectLabel.objects.get().label == "shop"  # named after the remote it sent

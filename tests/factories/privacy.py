@@ -70,8 +70,9 @@ class Bundle:
 
 
 def workspace_ready(workspace: Workspace) -> None:
-    """A registered skill and auto-approval, so deltas render in effective skills."""
-    workspace.settings = {"auto_approve_user_instruction": True}
+    """A registered skill and auto-approval, so deltas render in effective skills; goal
+    texts are kept, so erasure and export are checked on them too."""
+    workspace.settings = {"auto_approve_user_instruction": True, "store_goal_text": True}
     workspace.save(update_fields=["settings"])
     skill_register(
         workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="test")
@@ -121,6 +122,7 @@ def bundle(
         project_remote=b.project_remote,
         context=b.context,
         goal=text("outcome", f"Install the {name} dependencies"),
+        goal_text=text("outcome", f"Get the {name} dependencies installed"),
         approach=[
             step("pip install", target, "failed", 1),
             step("uv pip install", target, "ok", 2),

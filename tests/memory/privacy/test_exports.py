@@ -252,3 +252,9 @@ def test_it_recomputes_embeddings_on_import(workspace, tmp_path):
     export_import(workspace=empty, path=path, actor=Actor(kind="system", label="test"))
     copy = Knowledge.objects.get(workspace=empty)
     assert copy.embedding is not None and copy.embedding_model == item.embedding_model
+
+
+def test_it_carries_stored_goal_texts_with_their_outcomes(rich):
+    doc = json.loads(_export(rich, agent="gaia/chat"))
+    goals = {o["goal_text"] for o in doc["sections"]["outcomes"]["records"]}
+    assert "Get the alpha dependencies installed" in goals

@@ -94,6 +94,13 @@ def turn_main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     start = sub.add_parser("start", help="open a new turn")
     start.add_argument("--goal", default="")
+    start.add_argument(
+        "--share-goal",
+        action="store_true",
+        default=None,
+        help="also send the goal in words (goal_text); kept only where the workspace opted "
+        "in, elsewhere only its digest (default: $CAIRN_SHARE_GOAL)",
+    )
     start.add_argument("--in-play", nargs="*", default=[], help="e.g. lesson:12 knowledge:40")
     step = sub.add_parser("step", help="record one step of the approach")
     step.add_argument("operation_key")
@@ -114,7 +121,9 @@ def turn_main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     with turn_state(session_id(options.session)) as state:
         if options.command == "start":
-            turn_start(state, goal=options.goal, in_play=options.in_play)
+            turn_start(
+                state, goal=options.goal, in_play=options.in_play, share_goal=options.share_goal
+            )
             print(state["outcome_id"])
         elif options.command == "step":
             outcome = "failed" if options.failed else "refused" if options.refused else "ok"

@@ -73,8 +73,20 @@ def turn_state(session: str):
         os.replace(tmp, path)
 
 
-def turn_start(state: dict, *, goal: str = "", in_play: list | None = None) -> None:
+GOAL_TEXT_MAX_CHARS = 1000
+
+
+def share_goal_default() -> bool:
+    """``CAIRN_SHARE_GOAL=1``: send the goal in words (``goal_text``) with each outcome.
+    The server keeps it only where the workspace opted in; elsewhere only its digest."""
+    return os.environ.get("CAIRN_SHARE_GOAL", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def turn_start(
+    state: dict, *, goal: str = "", in_play: list | None = None, share_goal: bool | None = None
+) -> None:
     state.update(
+        share_goal=share_goal_default() if share_goal is None else share_goal,
         open=True,
         turn_index=state["turn_index"] + 1,
         outcome_id=f"{state['session_id']}-{state['turn_index'] + 1}-{uuid.uuid4().hex[:8]}",
@@ -151,6 +163,8 @@ def turn_outcome(state: dict, *, claim_ok: bool = True, in_play: list | None = N
     }
     if state["goal"]:
         body["goal"] = state["goal"]
+        if state.get("share_goal"):
+            body["goal_text"] = state["goal"].strip()[:GOAL_TEXT_MAX_CHARS]
     state["pending"].append(body)
     if state["tool_calls"]:
         state["pending_tool_calls"].append(state["tool_calls"])
