@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agents.apis.health import HealthApi, HealthSlashApi
+from reviews.views.login import LandingLoginView
 
 urlpatterns = [
     path("healthz", HealthApi.as_view(), name="healthz"),
@@ -12,7 +13,7 @@ urlpatterns = [
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/v1/", include("agents.urls")),
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", LandingLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("reviews.urls")),
 ]
