@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.db.models import CharField, Count, Exists, F, OuterRef, Prefetch, Q
 from django.db.models.functions import Cast
@@ -456,4 +458,17 @@ def fact_namespace_list(*, workspace: Workspace) -> list[str]:
         .values_list("namespace", flat=True)
         .distinct()
         .order_by("namespace")
+    )
+
+
+def delta_skill_names(*, workspace: Workspace, ids: Iterable[int]) -> dict[int, str]:
+    """``{delta id: skill name}`` for the given deltas of this workspace (one query; none
+    when ``ids`` is empty)."""
+    wanted = sorted({i for i in ids if i})
+    if not wanted:
+        return {}
+    return dict(
+        SkillDelta.objects.filter(workspace=workspace, pk__in=wanted).values_list(
+            "pk", "skill__name"
+        )
     )

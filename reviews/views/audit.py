@@ -9,7 +9,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from memory.core.selectors import audit_event_actions, audit_event_list
+from memory.identity.selectors import project_labels
+from memory.skills.selectors import delta_skill_names
 from reviews.access import require_role
+from reviews.audit_sentences import Lookups, audit_readable
 from reviews.htmx import render_page
 from reviews.pagination import paginate
 
@@ -31,6 +34,28 @@ def _start_of(day: date | None) -> datetime | None:
     return timezone.make_aware(datetime.combine(day, datetime.min.time()))
 
 
+def _readable(workspace, page):
+    """Each event gets ``.readable`` (a sentence and its leftover details). The names it
+    needs cost one query each, and only when the page has such targets."""
+    events = list(page)
+    lookups = Lookups(
+        delta_skills=delta_skill_names(
+            workspace=workspace,
+            ids=[
+                int(e.target_id)
+                for e in events
+                if e.target_type == "skill_delta" and e.target_id.isdigit()
+            ],
+        ),
+        project_labels=project_labels(
+            workspace=workspace, digests=[e.target_id for e in events if e.target_type == "project"]
+        ),
+    )
+    for event in events:
+        event.readable = audit_readable(event, lookups)
+    return page
+
+
 @require_role("viewer")
 @require_GET
 def audit(request):
@@ -45,7 +70,7 @@ def audit(request):
         "date_from": dates["from"].isoformat() if dates["from"] else "",
         "date_to": dates["to"].isoformat() if dates["to"] else "",
         "timezone": timezone.get_current_timezone_name(),
-        "page": paginate(request, queryset, ordering=("-created_at", "-id")),
+        "page": _readable(workspace, paginate(request, queryset, ordering=("-created_at", "-id"))),
         "filtered": any(filters.values()) or any(dates.values()),
         # A callable: the template calls it only when it renders the filters (full page).
         "actions": lambda: audit_event_actions(workspace=workspace),

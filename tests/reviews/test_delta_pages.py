@@ -99,7 +99,7 @@ def test_cards_the_skill_page_and_the_audit_log_link_to_the_delta_page(viewer, a
     skill_page = viewer.get(f"/skills/triage-inbox/?agent={agent.pk}").content.decode()
     assert link in skill_page
     audit = viewer.get("/audit/").content.decode()
-    assert f'<a href="/deltas/{delta.pk}/"><code>skill_delta:{delta.pk}</code></a>' in audit
+    assert f'<a href="/deltas/{delta.pk}/">delta #{delta.pk}</a> to skill triage-inbox' in audit
 
 
 # --- the Decided lists ----------------------------------------------------------------
