@@ -1,4 +1,5 @@
-"""Injection-scan findings marked in place in an untrusted payload.
+"""Injection-scan findings marked in place in an untrusted payload, and the words a
+search matched marked in its hits.
 
 Everything is escaped; only the ``<mark>`` wrappers this module writes are
 HTML. Hidden characters (zero-width, bidi overrides) are shown as their code
@@ -7,9 +8,12 @@ points (U+200B), so a reviewer sees what the model would see.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from memory.core.text import WORD
 from memory.skills.injection import injection_spans
 
 FINDING_LABELS = {
@@ -74,4 +78,31 @@ def highlight_findings(text: str) -> SafeString:
         )
         cursor = end
     out.append(_visible(text[cursor:]))
+    return mark_safe("".join(out))  # every piece above is escaped
+
+
+# --------------------------------------------------------------------------- search matches
+
+
+def mark_words(text: str, matched: Callable[[str], bool], *, limit: int = 220) -> SafeString:
+    """``text`` escaped, cut to about ``limit`` characters around its first matching word,
+    with every word for which ``matched(word)`` holds wrapped in ``<mark>``."""
+    text = str(text)
+    spans = [(m.start(), m.end()) for m in WORD.finditer(text) if matched(m.group())]
+    start = 0
+    if spans and spans[0][1] > limit:
+        start = max(0, spans[0][0] - limit // 4)
+        space = text.rfind(" ", 0, start + 1)
+        start = space + 1 if space > start - 20 else start
+    end = min(len(text), start + limit)
+    out = ["…" if start else ""]
+    cursor = start
+    for s, e in spans:
+        if s < start or e > end:
+            continue
+        out.append(escape(text[cursor:s]))
+        out.append(format_html("<mark>{}</mark>", text[s:e]))
+        cursor = e
+    out.append(escape(text[cursor:end]))
+    out.append("…" if end < len(text) else "")
     return mark_safe("".join(out))  # every piece above is escaped

@@ -32,6 +32,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
 from django.db.models import Avg, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery
+from pgvector.django import CosineDistance
 
 from cairn.errors import NotFoundError
 from memory.core.text import WORD
@@ -170,6 +171,58 @@ def knowledge_browse(
         q=q,
         include_sensitive=include_sensitive,
     ).defer("embedding", "search_vector")
+
+
+# The review UI's search lists what is relevant, not every active item. Recall's
+# relevance is a fused *rank* (RRF): with few items every row is "rank n" of the vector
+# list, however unrelated, and the fused score cannot tell. So the cut-off uses what
+# does: a hit stays above it when it matched the query's words (full text) or its
+# embedding is close in absolute terms, cosine similarity >= SEARCH_SIMILARITY_FLOOR and
+# >= SEARCH_SIMILARITY_RATIO x the best hit's (MiniLM puts unrelated sentences near
+# 0.0-0.2 and paraphrases above 0.5). Everything else is "below the cut-off", one
+# click away.
+SEARCH_SIMILARITY_FLOOR = 0.3
+SEARCH_SIMILARITY_RATIO = 0.75
+
+
+def knowledge_similarities(
+    *, workspace: Workspace, ids: list[int], vector: list[float] | None
+) -> dict[int, float]:
+    """``{id: cosine similarity to vector}`` for items with an embedding (one query)."""
+    if not ids or vector is None:
+        return {}
+    rows = (
+        Knowledge.objects.filter(workspace=workspace, pk__in=ids, embedding__isnull=False)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .values_list("pk", "distance")
+    )
+    return {pk: 1.0 - float(distance) for pk, distance in rows}
+
+
+def search_cutoff(hits: list, similarities: dict[int, float]) -> tuple[list, list]:
+    """(hits above the cut-off, hits below it), each in recall order (see above)."""
+    best = max(similarities.values(), default=0.0)
+    needed = max(SEARCH_SIMILARITY_FLOOR, SEARCH_SIMILARITY_RATIO * best)
+    above, below = [], []
+    for hit in hits:
+        close = similarities.get(hit.id, 0.0) >= needed
+        (above if hit.text_rank is not None or close else below).append(hit)
+    return above, below
+
+
+def word_lexemes(words: list[str], *, query: str) -> tuple[dict[str, set[str]], set[str]]:
+    """The full-text lexemes of each word and of ``query`` (PostgreSQL's english stemmer,
+    the one search uses), so a page can mark the words that matched: one query."""
+    from django.db import connection
+
+    distinct = sorted({w.casefold() for w in words})[:5000]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT w, tsvector_to_array(to_tsvector('english', w)) FROM unnest(%s::text[]) AS w",
+            [[*distinct, query]],
+        )
+        found = {w: set(lexemes or []) for w, lexemes in cursor.fetchall()}
+    return {w: found.get(w, set()) for w in distinct}, found.get(query, set())
 
 
 def knowledge_lineage(*, item: Knowledge) -> list[Knowledge]:

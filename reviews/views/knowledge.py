@@ -21,6 +21,7 @@ from memory.core.actors import Actor
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.core.selectors import audit_event_for_targets
+from memory.core.text import WORD
 from memory.knowledge.recall import knowledge_search
 from memory.knowledge.selectors import (
     KNOWLEDGE_ORDER,
@@ -28,6 +29,9 @@ from memory.knowledge.selectors import (
     knowledge_get,
     knowledge_ledger,
     knowledge_lineage,
+    knowledge_similarities,
+    search_cutoff,
+    word_lexemes,
 )
 from memory.knowledge.services import (
     knowledge_delete,
@@ -39,6 +43,7 @@ from memory.lessons.evidence import evidence_confirm_by_person
 from memory.models import Category, Knowledge
 from reviews.access import require_role
 from reviews.forms import KnowledgeEditForm, ReasonForm, form_errors_from
+from reviews.highlight import mark_words
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
 
@@ -66,8 +71,8 @@ def _filters(request) -> dict:
     return f
 
 
-def _search(workspace, f: dict) -> tuple[list, bool]:
-    """Hybrid recall exactly as the API runs it, minus marking use; (hits, vector used)."""
+def _search(workspace, f: dict) -> tuple[list, list[float] | None]:
+    """Hybrid recall exactly as the API runs it, minus marking use; (hits, query vector)."""
     try:
         vector = get_embedder().embed_one(f["q"])
     except EmbeddingError:
@@ -83,7 +88,30 @@ def _search(workspace, f: dict) -> tuple[list, bool]:
         entity=f["entity"] or None,
         include_sensitive=f["sensitive"],
     )
-    return hits, vector is not None
+    return hits, vector
+
+
+def _marked(workspace, hits: list, vector, query: str) -> tuple[list, list]:
+    """Hits above and below the relevance cut-off (``search_cutoff``), each with
+    ``marked``: its text escaped with the words that matched the query in ``<mark>``."""
+    above, below = search_cutoff(
+        hits, knowledge_similarities(workspace=workspace, ids=[h.id for h in hits], vector=vector)
+    )
+    words = [w for hit in hits for w in WORD.findall(hit.content)]
+    lexemes, wanted = word_lexemes(words, query=query) if hits else ({}, set())
+
+    def matched(word: str) -> bool:
+        return bool(lexemes.get(word.casefold(), set()) & wanted)
+
+    for hit in hits:
+        object.__setattr__(hit, "marked", mark_words(hit.content, matched))
+    return above, below
+
+
+def _with_all(request) -> str:
+    params = request.GET.copy()
+    params["all"] = "1"
+    return f"{reverse('reviews:knowledge')}?{params.urlencode()}"
 
 
 @require_role("viewer")
@@ -103,8 +131,21 @@ def knowledge(request):
         or f["status"] != "active",
     }
     if f["q"] and f["status"] == "active":
-        hits, vector_used = _search(workspace, f)
-        context.update({"mode": "search", "hits": hits, "vector_used": vector_used})
+        hits, vector = _search(workspace, f)
+        above, below = _marked(workspace, hits, vector, f["q"])
+        show_all = request.GET.get("all") == "1"
+        context.update(
+            {
+                "mode": "search",
+                "hits": hits,
+                "shown": hits if show_all else above,
+                "below": below,
+                "below_ids": {hit.id for hit in below},
+                "show_all": show_all,
+                "vector_used": vector is not None,
+                "all_url": _with_all(request),
+            }
+        )
     else:
         queryset = knowledge_browse(
             workspace=workspace,
