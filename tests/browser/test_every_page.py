@@ -8,6 +8,8 @@ import pytest
 from memory.core.actors import Actor
 from memory.knowledge.conversations import turn_store
 from memory.skills.consent import delta_approve, delta_reject
+from tests.factories.knowledge import KnowledgeFactory
+from tests.factories.review import OutcomeFactory
 from tests.factories.skills import (
     INJECTED,
     OBSERVED_CONTENT,
@@ -37,11 +39,15 @@ PAGES = [
     "/facts/",
     "/lessons/",
     "/outcomes/",
+    "/outcomes/{outcome}/",
     "/knowledge/",
+    "/knowledge/?q=escalate+the+CFO+thread",
+    "/knowledge/?q=escalate+the+CFO+thread&all=1",
     "/contradictions/",
     "/jobs/",
     "/audit/",
     "/agents/",
+    "/workspace/settings/",
     "/exports/",
     "/erasures/",
 ]
@@ -71,14 +77,27 @@ def _fill(workspace):
         rationale="The user corrected the escalation window in turn 12 of sess_91f3.",
     )
     propose(agent, INJECTED, section="drafting-replies", provenance=OBSERVED_CONTENT)
-    return staged
+    KnowledgeFactory(
+        workspace=workspace,
+        content="Escalate a CFO thread after 48 hours; the thread id looks like "
+        "ThisIsAVeryLongUnbrokenIdentifierThatShouldWrapOnAPhoneScreenWithoutOverflowing.",
+    )
+    KnowledgeFactory(workspace=workspace, content="Sarah prefers tea over coffee.")
+    outcome = OutcomeFactory(
+        workspace=workspace,
+        agent=agent,
+        goal_digest="c" * 64,
+        goal_text="Answer the CFO's thread about ThisIsAVeryLongUnbrokenInvoiceNumber"
+        "WithoutSpacesAnywhere before the 48-hour window closes.",
+    )
+    return {"delta": staged.pk, "outcome": outcome.pk}
 
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_every_page_fits_the_screen_and_passes_axe(browser, live_server, workspace, width):
     from memory.identity.services import user_create
 
-    staged = _fill(workspace)
+    ids = _fill(workspace)
     user_create(workspace=workspace, username="admin-1", role="admin", password="pw-browser-1")
     # axe is injected as a script of the test's own: the page's CSP (script-src 'self',
     # checked in test_csp.py) would rightly refuse it.
@@ -92,7 +111,7 @@ def test_every_page_fits_the_screen_and_passes_axe(browser, live_server, workspa
     page.wait_for_url(f"{live_server.url}/dashboard/")
     problems = []
     for path in PAGES:
-        url = live_server.url + path.format(delta=staged.pk)
+        url = live_server.url + path.format(**ids)
         response = page.goto(url)
         assert response.status == 200, path
         overflow = page.evaluate(
