@@ -35,10 +35,16 @@ class IssuedToken:
 
 @transaction.atomic
 def workspace_get_or_create(
-    *, name: str, display_name: str = "", is_demo: bool = False
+    *, name: str, display_name: str = "", is_demo: bool = False, settings: dict | None = None
 ) -> Workspace:
+    """The workspace called ``name``; ``settings`` apply only when it is created here."""
     workspace, created = Workspace.objects.get_or_create(
-        name=name, defaults={"display_name": display_name or name, "is_demo": is_demo}
+        name=name,
+        defaults={
+            "display_name": display_name or name,
+            "is_demo": is_demo,
+            "settings": dict(settings or {}),
+        },
     )
     if created:
         audit_record(

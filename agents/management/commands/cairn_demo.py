@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from memory.core.actors import Actor
 from memory.identity.services import (
+    GOAL_TEXT_SETTING,
     agent_get_or_create,
     token_issue,
     user_create,
@@ -84,8 +85,13 @@ class Command(BaseCommand):
             self.stdout.write("cairn: demo workspace already loaded.")
             return
         with transaction.atomic():
+            # Sample data: the demo keeps the goal texts its harness sends, so its
+            # outcome pages show what each turn was for (off by default elsewhere).
             workspace = workspace_get_or_create(
-                name=DEMO_WORKSPACE, display_name="Demo workspace (sample data)", is_demo=True
+                name=DEMO_WORKSPACE,
+                display_name="Demo workspace (sample data)",
+                is_demo=True,
+                settings={GOAL_TEXT_SETTING: True},
             )
             # Every existing admin may look around the demo.
             for user in get_user_model().objects.filter(memberships__role=Role.ADMIN).distinct():
@@ -193,6 +199,12 @@ class Command(BaseCommand):
         """Sessions in which a coding agent learns, uses and unlearns lessons (``coder``
         is its harness: what it reports counts as evidence)."""
         project = "https://github.com/acme/webapp.git"
+        goals = {
+            "demo-s1": "Install the webapp's dependencies and get the test suite passing",
+            "demo-s2": "Set up a fresh checkout of the webapp and run the tests",
+            "demo-s3": "Bring up the services with docker compose and run the tests",
+            "demo-s4": "Run the integration tests on the new CI image",
+        }
 
         def outcome(oid, session, turn, approach, checks, in_play=()):
             return coder.call(
@@ -203,7 +215,7 @@ class Command(BaseCommand):
                     "session_id": session,
                     "turn_index": turn,
                     "project_remote": project,
-                    "goal": f"demo {oid}",
+                    "goal_text": goals.get(session, f"demo {oid}"),
                     "approach": [
                         dict(step=i + 1, mutated=False, **a) for i, a in enumerate(approach)
                     ],
