@@ -1,6 +1,6 @@
 """Screenshots of the review UI into docs/screenshots/ (not part of the test suite).
 
-    .venv/bin/python bench/screenshots.py
+    .venv/bin/python -m cairn.embedded run -- .venv/bin/python bench/screenshots.py
 
 Creates a throwaway database (``cairn_screenshots``) next to the configured one,
 seeds a believable workspace, loads the demo workspace (``manage.py cairn_demo``,
@@ -30,7 +30,9 @@ from django.utils import timezone  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings_test")
+# Test settings (static files through the finders, no manifest), even under
+# `python -m cairn.embedded run --`, which exports cairn.settings to its children.
+os.environ["DJANGO_SETTINGS_MODULE"] = "cairn.settings_test"
 # Playwright's sync API runs an event loop in this thread; our ORM calls are synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -47,6 +49,7 @@ memory.core.embeddings.EmbeddingUnavailable: embedder answered 503 (retry later)
 
 
 def seed():
+    from memory.core.actors import Actor
     from memory.core.audit import audit_record
     from memory.identity.services import (
         agent_create,
@@ -60,7 +63,7 @@ def seed():
     now = timezone.now()
     ws = workspace_get_or_create(name="acme", display_name="Acme Robotics")
     user, _ = user_create(workspace=ws, username="ada", role="admin", password=PASSWORD)
-    actor = "user:ada"
+    actor = Actor.for_user(user)
 
     gaia = agent_create(workspace=ws, name="gaia/chat", actor=actor)
     laptop = token_issue(agent=gaia, name="laptop", created_by=user).token
@@ -184,6 +187,9 @@ Plain and factual; no superlatives.
 def seed_skills(ws, gaia, coder, user):
     """Skills with every kind of pending delta: staged, quarantined and orphaned."""
     from memory.core.actors import Actor
+    from memory.knowledge.conversations import turn_store
+    from memory.lessons.outcomes import outcome_record
+    from memory.models import Channel, ConversationTurn
     from memory.skills.consent import delta_approve
     from memory.skills.deltas import delta_create
     from memory.skills.facts import fact_put
@@ -212,8 +218,60 @@ def seed_skills(ws, gaia, coder, user):
         actor=Actor(kind="person", label="user:ada"),
     )
 
+    def back(agent, provenance, payload):
+        """Store what a trusted provenance cites, as the harness would have: the user's
+        turns, or a passed outcome (a delta citing unstored records is quarantined)."""
+        if provenance is None:
+            return None
+        if provenance["source"] == "user_instruction":
+            for ref in provenance["turns"]:
+                session, _, index = ref.rpartition("#")
+                if not ConversationTurn.objects.filter(
+                    workspace=ws, session_id=session, turn_index=int(index), role="user"
+                ).exists():
+                    turn_store(
+                        workspace=ws,
+                        agent=agent,
+                        session_id=session,
+                        role="user",
+                        content=payload.get("body") or "Please remember this for next time.",
+                        turn_index=int(index),
+                        channel=Channel.HARNESS,
+                    )
+        elif provenance["source"] == "outcome_evidence":
+            body, _ = outcome_record(
+                agent=agent,
+                outcome_id=f"shot-{agent.pk}-{len(provenance['turns'])}-{skill_counter()}",
+                session_id="sess_a1",
+                turn_index=2,
+                project_remote="https://github.com/acme/mail-assistant.git",
+                goal_text="Draft replies to this morning's meeting requests",
+                approach=[
+                    {"operation_key": "draft:reply", "target": "", "outcome": "ok", "step": 1}
+                ],
+                checks=[
+                    {
+                        "kind": "test",
+                        "label": "reply-lint",
+                        "target": "",
+                        "ran": True,
+                        "exit_code": 0,
+                        "step": 2,
+                    }
+                ],
+                channel=Channel.HARNESS,
+            )
+            provenance = {**provenance, "outcomes": [body["id"]]}
+        return provenance
+
+    counter = iter(range(1, 1000))
+
+    def skill_counter():
+        return next(counter)
+
     def delta(agent, skill, kind, section, payload, source="user_instruction", turns=("s1#4",)):
         provenance = {"source": source, "turns": list(turns)} if source else None
+        provenance = back(agent, provenance, payload)
         return delta_create(
             agent=agent,
             skill_name=skill,
@@ -320,7 +378,11 @@ def seed_skills(ws, gaia, coder, user):
         namespace="priority_senders",
         key="cfo@acme.example",
         value=True,
-        provenance={"source": "user_instruction", "turns": ["sess_91f3#15"]},
+        provenance=back(
+            gaia,
+            {"source": "user_instruction", "turns": ["sess_91f3#15"]},
+            {"body": "Anything from cfo@acme.example is a priority."},
+        ),
     )
     fact_put(
         workspace=ws,
@@ -328,7 +390,11 @@ def seed_skills(ws, gaia, coder, user):
         namespace="priority_senders",
         key="board@acme.example",
         value={"escalate_after_hours": 24},
-        provenance={"source": "user_instruction", "turns": ["s2#1"]},
+        provenance=back(
+            gaia,
+            {"source": "user_instruction", "turns": ["s2#1"]},
+            {"body": "Board mail should escalate after 24 hours."},
+        ),
     )
     fact_put(
         workspace=ws,
@@ -336,7 +402,11 @@ def seed_skills(ws, gaia, coder, user):
         namespace="report_format",
         key="channel",
         value="#eng-weekly",
-        provenance={"source": "user_instruction", "turns": ["s3#1"]},
+        provenance=back(
+            coder,
+            {"source": "user_instruction", "turns": ["s3#1"]},
+            {"body": "Post the weekly report in #eng-weekly."},
+        ),
     )
 
 
@@ -350,8 +420,9 @@ def seed_demo() -> dict:
     from memory.knowledge.services import knowledge_update
     from memory.lessons.evidence import evidence_record
     from memory.lessons.lifecycle import lesson_pin, lesson_seal
+    from memory.lessons.outcomes import outcome_record
     from memory.lessons.services import lesson_create
-    from memory.models import Knowledge, Lesson, Outcome, Workspace
+    from memory.models import Agent, Channel, Knowledge, Lesson, Outcome, Workspace
     from memory.review.services import review_item_open
 
     call_command("cairn_demo", stdout=open(os.devnull, "w"))
@@ -377,7 +448,37 @@ def seed_demo() -> dict:
         actor=Actor(kind="person", label="user:ada"),
         reason="checked on the CI image",
     )
-    passed = Outcome.objects.filter(workspace=demo, passed=True).order_by("id").first()
+    # A harness-reported turn in which plain pip worked: the evidence a rival lesson
+    # ("use pip --user") may cite, so the contradiction below has two real sides.
+    coder = Agent.objects.get(workspace=demo, name="gaia/coder")
+    body, _ = outcome_record(
+        agent=coder,
+        outcome_id="screenshots-pip-user",
+        session_id="demo-s5",
+        turn_index=1,
+        project_remote="https://github.com/acme/webapp.git",
+        goal_text="Install the dependencies on a machine without uv",
+        approach=[
+            {
+                "operation_key": "pip:install",
+                "target": "requirements.txt",
+                "outcome": "ok",
+                "step": 1,
+            },
+        ],
+        checks=[
+            {
+                "kind": "test",
+                "label": "pytest",
+                "target": "tests",
+                "ran": True,
+                "exit_code": 0,
+                "step": 2,
+            }
+        ],
+        channel=Channel.HARNESS,
+    )
+    passed = Outcome.objects.get(pk=body["id"])
     rival, _ = lesson_create(
         workspace=demo,
         agent=None,
@@ -397,7 +498,16 @@ def seed_demo() -> dict:
         details={"cosine": 0.91, "judge": "contradict"},
     )
     # A person corrects a remembered fact (a new version), then confirms it.
-    port = Knowledge.objects.get(workspace=demo, content__startswith="The staging database")
+    port = (
+        Knowledge.objects.filter(
+            workspace=demo,
+            content__startswith="The staging database listens",
+            status="active",
+            superseded_by__isnull=True,
+        )
+        .order_by("id")
+        .first()
+    )
     corrected = knowledge_update(
         workspace=demo,
         item_id=port.pk,
