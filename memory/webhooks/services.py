@@ -102,13 +102,14 @@ def _admin(actor: Actor, workspace: Workspace, action: str) -> None:
     actor_require_role(actor, workspace=workspace, roles=(Role.ADMIN,), action=action)
 
 
-def _audit(webhook: Webhook, actor: Actor, action: str, **details) -> None:
+def _audit(webhook: Webhook, actor: Actor, action: str, reason: str = "", **details) -> None:
     audit_record(
         workspace=webhook.workspace,
         actor=actor.label,
         action=action,
         target_type="webhook",
         target_id=webhook.pk,
+        reason=reason,
         details=details,
     )
 
@@ -153,23 +154,23 @@ def webhook_update(*, webhook: Webhook, actor: Actor, events=None, enabled=None)
 
 
 @transaction.atomic
-def webhook_secret_rotate(*, webhook: Webhook, actor: Actor) -> WebhookIssued:
+def webhook_secret_rotate(*, webhook: Webhook, actor: Actor, reason: str = "") -> WebhookIssued:
     """A new salt, so a new secret: the old one stops verifying at once."""
     _admin(actor, webhook.workspace, "rotate webhook secrets")
     webhook = _locked(webhook)
     webhook.salt = uuid.uuid4().hex
     webhook.rotated_at = timezone.now()
     webhook.save(update_fields=["salt", "rotated_at"])
-    _audit(webhook, actor, "webhook.rotate_secret")
+    _audit(webhook, actor, "webhook.rotate_secret", reason=reason)
     return WebhookIssued(webhook, webhook_secret(webhook_id=webhook.pk, salt=webhook.salt))
 
 
 @transaction.atomic
-def webhook_delete(*, webhook: Webhook, actor: Actor) -> None:
+def webhook_delete(*, webhook: Webhook, actor: Actor, reason: str = "") -> None:
     """The webhook and its delivery log go; the audit log keeps that it existed."""
     _admin(actor, webhook.workspace, "delete webhooks")
     webhook = _locked(webhook)
-    _audit(webhook, actor, "webhook.delete", host=urlsplit(webhook.url).hostname)
+    _audit(webhook, actor, "webhook.delete", reason=reason, host=urlsplit(webhook.url).hostname)
     webhook.delete()
 
 
