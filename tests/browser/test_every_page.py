@@ -44,6 +44,8 @@ PAGES = [
     "/agents/",
     "/exports/",
     "/erasures/",
+    "/webhooks/",
+    "/webhooks/{webhook}/",
 ]
 
 
@@ -71,14 +73,47 @@ def _fill(workspace):
         rationale="The user corrected the escalation window in turn 12 of sess_91f3.",
     )
     propose(agent, INJECTED, section="drafting-replies", provenance=OBSERVED_CONTENT)
-    return staged
+    return staged, _webhook(workspace)
+
+
+def _webhook(workspace):
+    """A webhook with a long URL and a log of failed and delivered attempts (written
+    directly: nothing is sent, so no worker is needed)."""
+    from django.utils import timezone
+
+    from memory.models import Webhook, WebhookAttempt, WebhookDelivery
+
+    webhook = Webhook.objects.create(
+        workspace=workspace,
+        url="https://hooks.example.com/services/a-very-long-path-segment-that-must-wrap/"
+        + "x" * 120,
+        events=["delta.staged", "delta.quarantined", "delta.decided"],
+    )
+    for state, codes in (("failed", [500, None, 503]), ("delivered", [None, 200])):
+        delivery = WebhookDelivery.objects.create(
+            webhook=webhook, event="delta.staged", body="{}", state=state, attempts=len(codes)
+        )
+        for number, code in enumerate(codes, start=1):
+            WebhookAttempt.objects.create(
+                delivery=delivery,
+                number=number,
+                started_at=timezone.now(),
+                status_code=code,
+                duration_ms=1000,
+                error=""
+                if code == 200
+                else f"HTTP {code} from the receiver."
+                if code
+                else "Could not connect: [Errno 111] Connection refused by the receiving host",
+            )
+    return webhook
 
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_every_page_fits_the_screen_and_passes_axe(browser, live_server, workspace, width):
     from memory.identity.services import user_create
 
-    staged = _fill(workspace)
+    staged, webhook = _fill(workspace)
     user_create(workspace=workspace, username="admin-1", role="admin", password="pw-browser-1")
     # axe is injected as a script of the test's own: the page's CSP (script-src 'self',
     # checked in test_csp.py) would rightly refuse it.
@@ -92,7 +127,7 @@ def test_every_page_fits_the_screen_and_passes_axe(browser, live_server, workspa
     page.wait_for_url(f"{live_server.url}/dashboard/")
     problems = []
     for path in PAGES:
-        url = live_server.url + path.format(delta=staged.pk)
+        url = live_server.url + path.format(delta=staged.pk, webhook=webhook.pk)
         response = page.goto(url)
         assert response.status == 200, path
         overflow = page.evaluate(
