@@ -60,7 +60,9 @@ def seed():
     now = timezone.now()
     ws = workspace_get_or_create(name="acme", display_name="Acme Robotics")
     user, _ = user_create(workspace=ws, username="ada", role="admin", password=PASSWORD)
-    actor = "user:ada"
+    from memory.core.actors import Actor
+
+    actor = Actor.for_user(user)
 
     gaia = agent_create(workspace=ws, name="gaia/chat", actor=actor)
     laptop = token_issue(agent=gaia, name="laptop", created_by=user).token
@@ -140,7 +142,65 @@ def seed():
         created_at=now - timedelta(hours=2)
     )
     seed_skills(ws, gaia, coder, user)
-    return {"workspace": ws, "ci_token": ci}
+    hook = seed_webhook(ws, user)
+    return {"workspace": ws, "ci_token": ci, "webhook": hook}
+
+
+def seed_webhook(ws, user):
+    """A webhook with a log: delivered, retried then delivered, failed, and one waiting."""
+    from django.conf import settings
+
+    from memory.core.actors import Actor
+    from memory.models import WebhookAttempt, WebhookDelivery
+    from memory.webhooks.services import webhook_create
+
+    hook = webhook_create(
+        workspace=ws,
+        url="https://hooks.acme.example/cairn/review-queue",
+        events=["delta.staged", "delta.quarantined", "delta.decided"],
+        actor=Actor.for_user(user),
+    ).webhook
+    settings.CAIRN_WEBHOOK_RETRY_S = [10, 60, 300, 1800, 7200]  # the page says the real schedule
+    now = timezone.now()
+    log = [
+        ("delta.staged", "delivered", [(200, "", 84)], 3),
+        (
+            "delta.quarantined",
+            "delivered",
+            [(502, "HTTP 502 from the receiver.", 31), (200, "", 77)],
+            41,
+        ),
+        (
+            "delta.decided",
+            "failed",
+            [(None, "No answer within 5 s (timed out).", 5004)] * 3
+            + [(503, "HTTP 503 from the receiver.", 12)] * 3,
+            190,
+        ),
+        ("delta.staged", "pending", [(500, "HTTP 500 from the receiver.", 18)], 1),
+    ]
+    for event, state, attempts, minutes in log:
+        at = now - timedelta(minutes=minutes)
+        delivery = WebhookDelivery.objects.create(
+            webhook=hook,
+            event=event,
+            body="{}",
+            state=state,
+            attempts=len(attempts),
+            last_status_code=attempts[-1][0],
+            next_retry_at=now + timedelta(seconds=50) if state == "pending" else None,
+        )
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(created_at=at)
+        for number, (code, error, ms) in enumerate(attempts, start=1):
+            WebhookAttempt.objects.create(
+                delivery=delivery,
+                number=number,
+                started_at=at,
+                status_code=code,
+                duration_ms=ms,
+                error=error,
+            )
+    return hook
 
 
 TRIAGE = """---
@@ -189,6 +249,7 @@ def seed_skills(ws, gaia, coder, user):
     from memory.skills.facts import fact_put
     from memory.skills.registry import agent_tools_set, skill_register
     from memory.skills.trust import feedback_record
+    from tests.factories.skills import backed
 
     tools = [
         {"name": "triage_inbox", "reads_facts": ["priority_senders"]},
@@ -214,6 +275,8 @@ def seed_skills(ws, gaia, coder, user):
 
     def delta(agent, skill, kind, section, payload, source="user_instruction", turns=("s1#4",)):
         provenance = {"source": source, "turns": list(turns)} if source else None
+        # Trusted only when the harness reported what it cites (the tests' helper stores it).
+        provenance = backed(agent, provenance)
         return delta_create(
             agent=agent,
             skill_name=skill,
@@ -320,7 +383,7 @@ def seed_skills(ws, gaia, coder, user):
         namespace="priority_senders",
         key="cfo@acme.example",
         value=True,
-        provenance={"source": "user_instruction", "turns": ["sess_91f3#15"]},
+        provenance=backed(gaia, {"source": "user_instruction", "turns": ["sess_91f3#15"]}),
     )
     fact_put(
         workspace=ws,
@@ -328,7 +391,7 @@ def seed_skills(ws, gaia, coder, user):
         namespace="priority_senders",
         key="board@acme.example",
         value={"escalate_after_hours": 24},
-        provenance={"source": "user_instruction", "turns": ["s2#1"]},
+        provenance=backed(gaia, {"source": "user_instruction", "turns": ["s2#1"]}),
     )
     fact_put(
         workspace=ws,
@@ -336,7 +399,7 @@ def seed_skills(ws, gaia, coder, user):
         namespace="report_format",
         key="channel",
         value="#eng-weekly",
-        provenance={"source": "user_instruction", "turns": ["s3#1"]},
+        provenance=backed(coder, {"source": "user_instruction", "turns": ["s3#1"]}),
     )
 
 
@@ -377,12 +440,23 @@ def seed_demo() -> dict:
         actor=Actor(kind="person", label="user:ada"),
         reason="checked on the CI image",
     )
-    passed = Outcome.objects.filter(workspace=demo, passed=True).order_by("id").first()
+    # Evidence must be a passed outcome of the project with an ok step for the operation:
+    # the rival gives the opposite advice on the uv lesson's own operation.
+    passed = next(
+        o
+        for o in Outcome.objects.filter(
+            workspace=demo, passed=True, project_digest=uv.project_digest
+        ).order_by("id")
+        if any(
+            s.get("operation_key") == uv.operation_key and s.get("outcome") == "ok"
+            for s in o.approach or []
+        )
+    )
     rival, _ = lesson_create(
         workspace=demo,
         agent=None,
         text="Use pip install --user for requirements.txt.",
-        operation_key="pip:install",
+        operation_key=uv.operation_key,
         project_digest=uv.project_digest,
         evidence_ids=[passed.pk],
         source="extractor",
@@ -397,7 +471,12 @@ def seed_demo() -> dict:
         details={"cosine": 0.91, "judge": "contradict"},
     )
     # A person corrects a remembered fact (a new version), then confirms it.
-    port = Knowledge.objects.get(workspace=demo, content__startswith="The staging database")
+    port = Knowledge.objects.filter(
+        workspace=demo,
+        content__startswith="The staging database",
+        status="active",
+        superseded_by__isnull=True,
+    ).earliest("id")
     corrected = knowledge_update(
         workspace=demo,
         item_id=port.pk,
@@ -457,6 +536,9 @@ def main() -> None:
             ci_row.locator("summary").click()  # the confirm-with-reason form, open
             ci_row.locator("input[name=reason]").fill("rotating CI secrets")
             page.screenshot(path=OUT / "agents-tokens.png", full_page=True)
+
+            page.goto(f"{url}/webhooks/{seeded['webhook'].pk}/")
+            page.screenshot(path=OUT / "webhook-deliveries.png", full_page=True)
 
             page.goto(f"{url}/jobs/")
             page.screenshot(path=OUT / "job-runs.png", full_page=False)
