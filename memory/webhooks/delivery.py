@@ -14,6 +14,7 @@ from datetime import timedelta
 import httpx
 from celery import current_app
 from django.conf import settings
+from django.db import IntegrityError
 from django.utils import timezone
 
 from memory.models import DeliveryState, WebhookAttempt, WebhookDelivery, WebhookEvent
@@ -50,10 +51,21 @@ def _post(url: str, *, body: bytes, headers: dict) -> tuple[int | None, str]:
     return response.status_code, f"HTTP {response.status_code} from the receiver."
 
 
+def _claimed_but_unrecorded(delivery_id: int, number: int) -> bool:
+    return (
+        WebhookDelivery.objects.filter(
+            pk=delivery_id, state=DeliveryState.PENDING, attempts=number
+        ).exists()
+        and not WebhookAttempt.objects.filter(delivery_id=delivery_id, number=number).exists()
+    )
+
+
 def delivery_attempt(*, delivery_id: int, number: int, first: int = 1) -> str:
     """Make attempt ``number`` of a delivery whose current round began at ``first``.
 
-    1. Claim the attempt (pending, ``attempts == number - 1``); otherwise do nothing.
+    1. Claim the attempt (pending, ``attempts == number - 1``); otherwise do nothing,
+       unless a worker died after claiming it and before recording it (acks-late
+       redelivers the message): then it is made now.
     2. A disabled webhook gets nothing more (a test event still goes).
     3. Sign with the derived secret and a fresh timestamp; POST with a short timeout.
     4. 2xx: delivered. Otherwise wait the next step of CAIRN_WEBHOOK_RETRY_S and
@@ -63,7 +75,7 @@ def delivery_attempt(*, delivery_id: int, number: int, first: int = 1) -> str:
     claimed = WebhookDelivery.objects.filter(
         pk=delivery_id, state=DeliveryState.PENDING, attempts=number - 1
     ).update(attempts=number, next_retry_at=None)
-    if not claimed:
+    if not claimed and not _claimed_but_unrecorded(delivery_id, number):
         return ""
     delivery = WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
     webhook = delivery.webhook
@@ -83,14 +95,17 @@ def delivery_attempt(*, delivery_id: int, number: int, first: int = 1) -> str:
         clock = time.monotonic()
         status, error = _post(webhook.url, body=body, headers=headers)
         elapsed = time.monotonic() - clock
-    WebhookAttempt.objects.create(
-        delivery=delivery,
-        number=number,
-        started_at=started,
-        status_code=status,
-        duration_ms=int(elapsed * 1000),
-        error=error[:ERROR_MAX_CHARS],
-    )
+    try:
+        WebhookAttempt.objects.create(
+            delivery=delivery,
+            number=number,
+            started_at=started,
+            status_code=status,
+            duration_ms=int(elapsed * 1000),
+            error=error[:ERROR_MAX_CHARS],
+        )
+    except IntegrityError:  # another run of the same message recorded it first
+        return ""
     retries = settings.CAIRN_WEBHOOK_RETRY_S
     step = number - first
     now = timezone.now()

@@ -182,12 +182,13 @@ def absolute_url(name: str, *args) -> str:
     return settings.SITE_URL.rstrip("/") + reverse(name, args=args)
 
 
-def _send(delivery_ids: list[int]) -> None:
-    """After commit: one task per delivery. A broker that refuses leaves the rows
-    pending with no retry, which the log shows and an admin can redeliver."""
+def _send(delivery_ids: list[int], *, number: int = 1) -> None:
+    """After commit: one task per delivery (attempt ``number``, starting a round). A
+    broker that refuses marks the delivery failed, which the log shows and an admin
+    can redeliver; the write that caused it stays committed."""
     for pk in delivery_ids:
         try:
-            current_app.send_task(DELIVER_TASK, args=[pk, 1])
+            current_app.send_task(DELIVER_TASK, args=[pk, number, number])
         except Exception as exc:  # the write itself committed; never undo it here
             logger.warning("webhook delivery %s not queued: %s", pk, exc)
             WebhookDelivery.objects.filter(pk=pk).update(
@@ -269,7 +270,5 @@ def delivery_redeliver(*, delivery: WebhookDelivery, actor: Actor) -> WebhookDel
         target_id=delivery.webhook_id,
         details={"delivery": str(delivery.delivery_id), "event": delivery.event},
     )
-    transaction.on_commit(
-        lambda: current_app.send_task(DELIVER_TASK, args=[delivery.pk, attempt, attempt])
-    )
+    transaction.on_commit(lambda: _send([delivery.pk], number=attempt))
     return delivery

@@ -198,3 +198,19 @@ def admin_actor_of(issued):
 
     membership = Membership.objects.filter(workspace=issued.webhook.workspace, role="admin").first()
     return Actor.for_user(membership.user)
+
+
+def test_an_attempt_runs_once_even_if_its_message_comes_twice(workspace, receiver):
+    from memory.webhooks.delivery import delivery_attempt
+
+    issued = hook(workspace, receiver)
+    delivery = WebhookDelivery.objects.create(webhook=issued.webhook, event="ping", body="{}")
+    assert delivery_attempt(delivery_id=delivery.pk, number=1) == "delivered"
+    assert delivery_attempt(delivery_id=delivery.pk, number=1) == ""
+    assert len(receiver.received) == 1
+    # A worker killed between claiming and recording: the redelivered message makes it.
+    crashed = WebhookDelivery.objects.create(
+        webhook=issued.webhook, event="ping", body="{}", attempts=1
+    )
+    assert delivery_attempt(delivery_id=crashed.pk, number=1) == "delivered"
+    assert WebhookAttempt.objects.filter(delivery=crashed).count() == 1
