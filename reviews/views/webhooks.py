@@ -154,9 +154,13 @@ def webhooks_rotate(request, pk: int):
     reason, refused = _reasoned(request, webhook, "rotate_error")
     if refused:
         return refused
-    issued, _ = call_service(
+    issued, error = call_service(
         lambda: webhook_secret_rotate(webhook=webhook, actor=actor_for(request), reason=reason)
     )
+    if issued is None:
+        return render(
+            request, DETAIL, _detail_context(request, webhook, rotate_error=error), status=400
+        )
     messages.success(request, "New secret made; the old one no longer verifies. Copy it now.")
     return _once(request, DETAIL, _detail_context(request, issued.webhook, issued=issued))
 
