@@ -143,7 +143,65 @@ def seed():
         created_at=now - timedelta(hours=2)
     )
     seed_skills(ws, gaia, coder, user)
-    return {"workspace": ws, "ci_token": ci}
+    hook = seed_webhook(ws, user)
+    return {"workspace": ws, "ci_token": ci, "webhook": hook}
+
+
+def seed_webhook(ws, user):
+    """A webhook with a log: delivered, retried then delivered, failed, and one waiting."""
+    from django.conf import settings
+
+    from memory.core.actors import Actor
+    from memory.models import WebhookAttempt, WebhookDelivery
+    from memory.webhooks.services import webhook_create
+
+    hook = webhook_create(
+        workspace=ws,
+        url="https://hooks.acme.example/cairn/review-queue",
+        events=["delta.staged", "delta.quarantined", "delta.decided"],
+        actor=Actor.for_user(user),
+    ).webhook
+    settings.CAIRN_WEBHOOK_RETRY_S = [10, 60, 300, 1800, 7200]  # the page says the real schedule
+    now = timezone.now()
+    log = [
+        ("delta.staged", "delivered", [(200, "", 84)], 3),
+        (
+            "delta.quarantined",
+            "delivered",
+            [(502, "HTTP 502 from the receiver.", 31), (200, "", 77)],
+            41,
+        ),
+        (
+            "delta.decided",
+            "failed",
+            [(None, "No answer within 5 s (timed out).", 5004)] * 3
+            + [(503, "HTTP 503 from the receiver.", 12)] * 3,
+            190,
+        ),
+        ("delta.staged", "pending", [(500, "HTTP 500 from the receiver.", 18)], 1),
+    ]
+    for event, state, attempts, minutes in log:
+        at = now - timedelta(minutes=minutes)
+        delivery = WebhookDelivery.objects.create(
+            webhook=hook,
+            event=event,
+            body="{}",
+            state=state,
+            attempts=len(attempts),
+            last_status_code=attempts[-1][0],
+            next_retry_at=now + timedelta(seconds=50) if state == "pending" else None,
+        )
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(created_at=at)
+        for number, (code, error, ms) in enumerate(attempts, start=1):
+            WebhookAttempt.objects.create(
+                delivery=delivery,
+                number=number,
+                started_at=at,
+                status_code=code,
+                duration_ms=ms,
+                error=error,
+            )
+    return hook
 
 
 TRIAGE = """---
@@ -483,7 +541,7 @@ def seed_demo() -> dict:
         workspace=demo,
         agent=None,
         text="Use pip install --user for requirements.txt.",
-        operation_key="pip:install",
+        operation_key=uv.operation_key,
         project_digest=uv.project_digest,
         evidence_ids=[passed.pk],
         source="extractor",
@@ -567,6 +625,9 @@ def main() -> None:
             ci_row.locator("summary").click()  # the confirm-with-reason form, open
             ci_row.locator("input[name=reason]").fill("rotating CI secrets")
             page.screenshot(path=OUT / "agents-tokens.png", full_page=True)
+
+            page.goto(f"{url}/webhooks/{seeded['webhook'].pk}/")
+            page.screenshot(path=OUT / "webhook-deliveries.png", full_page=True)
 
             page.goto(f"{url}/jobs/")
             page.screenshot(path=OUT / "job-runs.png", full_page=False)

@@ -560,6 +560,15 @@ CELERY_BEAT_SCHEDULE["prune"] = {
     "task": "memory.tasks.prune",
     "schedule": envint("CAIRN_PRUNE_EVERY_S", 3600),
 }
+# Webhooks (memory.webhooks): a delivery is tried once, then retried after each of
+# these waits (seconds) until a 2xx answer; after the last it is `failed`.
+CAIRN_WEBHOOK_RETRY_S = [
+    float(s) for s in envstr("CAIRN_WEBHOOK_RETRY_S", "10,60,300,1800,7200").split(",") if s
+]
+# One attempt waits this long for the receiver's answer (connect + read).
+CAIRN_WEBHOOK_TIMEOUT_S = envfloat("CAIRN_WEBHOOK_TIMEOUT_S", 5.0)
+# Deliveries (and their attempts) older than this are pruned.
+CAIRN_RETENTION_WEBHOOK_DAYS = envint("CAIRN_RETENTION_WEBHOOK_DAYS", 30)
 
 
 LOGGING = {

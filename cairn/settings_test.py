@@ -19,3 +19,6 @@ CAIRN_HEARTBEAT_ON_START = os.environ.get("CAIRN_HEARTBEAT_ON_START") == "1"
 # Tests serve static files through the finders; an empty STATIC_ROOT keeps
 # whitenoise from warning on every request in a fresh clone.
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Webhook retries in tenths of a second, so a test watches the whole schedule.
+CAIRN_WEBHOOK_RETRY_S = [0.2, 0.4, 0.6, 0.8, 1.0]
+CAIRN_WEBHOOK_TIMEOUT_S = 1.0

@@ -22,6 +22,7 @@ from memory.privacy.erasure import erasure_interrupted, erasure_job
 from memory.privacy.exports import export_job
 from memory.privacy.retention import retention_prune
 from memory.skills.jobs import delta_budget_enforce, delta_consolidate
+from memory.webhooks.delivery import delivery_attempt
 
 
 @shared_task(name="memory.tasks.heartbeat")
@@ -261,3 +262,9 @@ def consolidate(run_id: int | None = None, workspace_id: int | None = None) -> i
         run_id=run_id,
         count=lambda run: consolidate_run(run=run),
     )
+
+
+@shared_task(name="memory.tasks.webhook_deliver")
+def webhook_deliver(delivery_id: int, number: int = 1, first: int = 1) -> str:
+    """One attempt of a webhook delivery; it queues the next one itself (backoff)."""
+    return delivery_attempt(delivery_id=delivery_id, number=number, first=first)

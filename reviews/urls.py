@@ -18,6 +18,7 @@ from reviews.views import (
     settings,
     situations,
     skills,
+    webhooks,
 )
 
 app_name = "reviews"
@@ -115,4 +116,16 @@ urlpatterns = [
     path("erasures/start/", privacy.erasures_start, name="erasures_start"),
     path("erasures/<int:pk>/", privacy.erasures_detail, name="erasures_detail"),
     path("erasures/<int:pk>/receipt.json", privacy.erasures_receipt, name="erasures_receipt"),
+    path("webhooks/", webhooks.webhooks, name="webhooks"),
+    path("webhooks/new/", webhooks.webhooks_create, name="webhooks_create"),
+    path("webhooks/<int:pk>/", webhooks.webhooks_detail, name="webhooks_detail"),
+    path("webhooks/<int:pk>/update/", webhooks.webhooks_update, name="webhooks_update"),
+    path("webhooks/<int:pk>/rotate/", webhooks.webhooks_rotate, name="webhooks_rotate"),
+    path("webhooks/<int:pk>/delete/", webhooks.webhooks_delete, name="webhooks_delete"),
+    path("webhooks/<int:pk>/test/", webhooks.webhooks_test, name="webhooks_test"),
+    path(
+        "webhooks/<int:pk>/deliveries/<int:delivery>/redeliver/",
+        webhooks.webhooks_redeliver,
+        name="webhooks_redeliver",
+    ),
 ]

@@ -51,6 +51,7 @@ from memory.models import (
     TargetType,
     Workspace,
 )
+from memory.webhooks.events import lesson_retired_event
 
 # Kinds an agent may post; the other two are derived from outcomes by the server.
 POSTABLE_KINDS = (EvidenceKind.DIFF_ACCEPTED, EvidenceKind.USER_CONFIRMED, EvidenceKind.SELF_REPORT)
@@ -544,3 +545,4 @@ def lesson_retire_system(*, lesson: Lesson, actor: str, reason: str, now=None) -
         reason=reason,
         details={"confidence": lesson.confidence},
     )
+    lesson_retired_event(lesson=lesson, retired_by=RetiredBy.SYSTEM)

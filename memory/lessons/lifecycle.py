@@ -30,6 +30,7 @@ from memory.models import (
     SupersedeReason,
     Workspace,
 )
+from memory.webhooks.events import lesson_retired_event
 
 
 def _supersede(old: Lesson, *, by: Lesson, reason: str) -> None:
@@ -221,6 +222,7 @@ def lesson_retire(
         reason=reason,
         details={"by": lesson.retired_by},
     )
+    lesson_retired_event(lesson=lesson, retired_by=lesson.retired_by)
     return lesson
 
 

@@ -447,6 +447,31 @@ def _entries() -> list[Table]:
             selectors={"project": by("project_digest")},
             export="project_labels",
         ),
+        # ---- webhooks (configuration a person typed, and what was sent to it)
+        Table(
+            "memory.Webhook",
+            CONTENT,
+            "Where events are POSTed: a URL an admin typed (it can name a person or team) "
+            "and the events chosen. Its secret is never stored, only the salt it is "
+            "derived from, which export leaves out (an import draws a new one).",
+            export="webhooks",
+            export_exclude=("salt",),
+        ),
+        Table(
+            "memory.WebhookDelivery",
+            DERIVED,
+            "Events sent to a webhook: ids, kinds, states and links, no content; they go "
+            "with their webhook. Pruned after CAIRN_RETENTION_WEBHOOK_DAYS.",
+            workspace_path="webhook__workspace",
+            cascades_from=("memory.Webhook",),
+        ),
+        Table(
+            "memory.WebhookAttempt",
+            DERIVED,
+            "One HTTP request of a delivery: status code, duration, our own error words.",
+            workspace_path="delivery__webhook__workspace",
+            cascades_from=("memory.WebhookDelivery",),
+        ),
         # ---- replays (last: other steps delete the records that quote their rows)
         Table(
             "memory.IdempotencyRecord",

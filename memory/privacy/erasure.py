@@ -45,6 +45,7 @@ from memory.privacy.queries import text_match
 from memory.privacy.selection import ERASURE_SELECTORS, Selector, _bad, selector_from_message
 from memory.privacy.tables import Derivation, Table
 from memory.skills.effective import effective_skill_cache_forget
+from memory.webhooks.events import erasure_completed_event
 
 logger = logging.getLogger(__name__)
 
@@ -579,6 +580,7 @@ def erasure_job(*, run: JobRun, message: dict | None = None) -> dict:
             "digest": receipt.digest,
         },
     )
+    erasure_completed_event(receipt=receipt)
     run.counts = receipt.counts
     run.result = {
         **(run.result or {}),  # "resumed": n, from the reaper
@@ -595,6 +597,3 @@ def erasure_interrupted(*, run: JobRun, reason: str) -> None:
     ErasureReceipt.objects.filter(job_run=run, status__in=["queued", "running"]).update(
         status=ErasureStatus.INTERRUPTED, finished_at=timezone.now()
     )
-
-
-# --------------------------------------------------------------------------- rebuilds

@@ -8,6 +8,7 @@ finished job runs               CAIRN_RETENTION_JOB_RUNS_DAYS
 audit events, erasure receipts  CAIRN_RETENTION_AUDIT_DAYS
 idempotency records             CAIRN_RETENTION_IDEMPOTENCY_HOURS (24)
 export files                    CAIRN_RETENTION_EXPORT_DAYS
+finished webhook deliveries     CAIRN_RETENTION_WEBHOOK_DAYS (30)
 =============================== ======================================
 
 Pruning raw history is not erasure: what was learned from it (summaries,
@@ -26,9 +27,11 @@ from django.utils import timezone
 
 from memory.models import (
     AuditEvent,
+    DeliveryState,
     ErasureReceipt,
     IdempotencyRecord,
     JobRun,
+    WebhookDelivery,
     Workspace,
 )
 from memory.privacy.exports import export_dir, export_files_forget
@@ -85,6 +88,11 @@ def retention_prune(*, now: datetime | None = None) -> dict[str, int]:
     counts["idempotency_records"] = _delete_in_batches(
         IdempotencyRecord.objects.filter(
             created_at__lt=now - timedelta(hours=settings.CAIRN_RETENTION_IDEMPOTENCY_HOURS)
+        )
+    )
+    counts["webhook_deliveries"] = _delete_in_batches(
+        WebhookDelivery.objects.exclude(state=DeliveryState.PENDING).filter(
+            created_at__lt=now - timedelta(days=settings.CAIRN_RETENTION_WEBHOOK_DAYS)
         )
     )
     files = 0

@@ -18,10 +18,12 @@ from memory.models import (
     ProvenanceSource,
     Skill,
     SkillDelta,
+    WebhookEvent,
 )
 from memory.skills.selectors import delta_reanchor_check
 from memory.skills.skillmd import local_capabilities
 from memory.skills.trust import trust_progress_get
+from memory.webhooks.events import delta_event
 
 
 def _locked(delta: SkillDelta) -> SkillDelta:
@@ -95,6 +97,9 @@ def _activate(delta: SkillDelta, *, actor: str, reason: str, action: str, **extr
         reason=reason,
         details={"from": previous, "to": DeltaStatus.ACTIVE},
     )
+    delta_event(
+        delta=delta, event=WebhookEvent.DELTA_DECIDED, decision="approved", decided_by=actor
+    )
     for member in delta.members.select_for_update().exclude(status=DeltaStatus.ARCHIVED):
         _archive(member, actor=actor, reason=f"superseded by umbrella delta {delta.pk}")
         SkillDelta.objects.filter(pk=member.pk).update(superseded_by=delta)
@@ -155,6 +160,9 @@ def delta_reject(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillD
     if delta.status not in {DeltaStatus.STAGED, DeltaStatus.QUARANTINED, DeltaStatus.ORPHANED}:
         raise _transition_refuse(delta, "only pending deltas can be rejected", "Revert it instead.")
     _archive(delta, actor=actor.label, reason=reason, action="delta.reject")
+    delta_event(
+        delta=delta, event=WebhookEvent.DELTA_DECIDED, decision="rejected", decided_by=actor.label
+    )
     return delta
 
 

@@ -36,6 +36,7 @@ from memory.skills.injection import injection_scan
 from memory.skills.selectors import skill_get
 from memory.skills.skillmd import delta_line, local_capabilities
 from memory.skills.trust import provenance_classify
+from memory.webhooks.events import delta_event
 
 logger = logging.getLogger(__name__)
 
@@ -361,6 +362,7 @@ def delta_create(
             **({"unbacked": unbacked} if unbacked else {}),
         },
     )
+    delta_event(delta=delta, event=f"delta.{status}")
     warnings = []
     if unbacked and source in (
         ProvenanceSource.USER_INSTRUCTION,

@@ -18,9 +18,11 @@ from memory.models import (
     DeltaTrust,
     ProvenanceSource,
     SkillDelta,
+    WebhookEvent,
     Workspace,
 )
 from memory.skills.consent import _archive
+from memory.webhooks.events import delta_event
 
 
 @transaction.atomic
@@ -212,4 +214,5 @@ def _umbrella_propose(*, cluster: list[int], neighbours: dict) -> SkillDelta:
         reason=f"{len(cluster)} near-identical deltas on section {newest.anchor_section!r}",
         details={"members": cluster},
     )
+    delta_event(delta=umbrella, event=WebhookEvent.DELTA_STAGED)
     return umbrella

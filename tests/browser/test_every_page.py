@@ -50,6 +50,8 @@ PAGES = [
     "/workspace/settings/",
     "/exports/",
     "/erasures/",
+    "/webhooks/",
+    "/webhooks/{webhook}/",
 ]
 
 
@@ -90,7 +92,40 @@ def _fill(workspace):
         goal_text="Answer the CFO's thread about ThisIsAVeryLongUnbrokenInvoiceNumber"
         "WithoutSpacesAnywhere before the 48-hour window closes.",
     )
-    return {"delta": staged.pk, "outcome": outcome.pk}
+    return {"delta": staged.pk, "outcome": outcome.pk, "webhook": _webhook(workspace).pk}
+
+
+def _webhook(workspace):
+    """A webhook with a long URL and a log of failed and delivered attempts (written
+    directly: nothing is sent, so no worker is needed)."""
+    from django.utils import timezone
+
+    from memory.models import Webhook, WebhookAttempt, WebhookDelivery
+
+    webhook = Webhook.objects.create(
+        workspace=workspace,
+        url="https://hooks.example.com/services/a-very-long-path-segment-that-must-wrap/"
+        + "x" * 120,
+        events=["delta.staged", "delta.quarantined", "delta.decided"],
+    )
+    for state, codes in (("failed", [500, None, 503]), ("delivered", [None, 200])):
+        delivery = WebhookDelivery.objects.create(
+            webhook=webhook, event="delta.staged", body="{}", state=state, attempts=len(codes)
+        )
+        for number, code in enumerate(codes, start=1):
+            WebhookAttempt.objects.create(
+                delivery=delivery,
+                number=number,
+                started_at=timezone.now(),
+                status_code=code,
+                duration_ms=1000,
+                error=""
+                if code == 200
+                else f"HTTP {code} from the receiver."
+                if code
+                else "Could not connect: [Errno 111] Connection refused by the receiving host",
+            )
+    return webhook
 
 
 @pytest.mark.parametrize("width", [1280, 390])

@@ -233,6 +233,7 @@ JSON_WITHOUT_IDS = {
     ("memory.LearnedFact", "value"),
     ("memory.LearnedFact", "provenance"),
     ("memory.SituationLesson", "probe"),
+    ("memory.Webhook", "events"),
 }
 
 

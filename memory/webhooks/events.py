@@ -1,0 +1,61 @@
+"""What each event says: ids, kinds, states and links, never text anyone wrote.
+
+Each domain calls one of these from the service where the thing happens; the
+delivery rows join the caller's transaction and are sent when it commits.
+"""
+
+from __future__ import annotations
+
+from memory.models import WebhookEvent
+from memory.webhooks.services import absolute_url, webhook_event
+
+
+def delta_event(*, delta, event: str, decision: str = "", decided_by: str = "") -> int:
+    """``delta.staged`` / ``delta.quarantined`` / ``delta.decided`` for one delta."""
+
+    def data() -> dict:
+        body = {
+            "delta": {
+                "id": delta.pk,
+                "kind": delta.kind,
+                "status": delta.status,
+                "trust": delta.trust,
+                "skill": delta.skill.name,
+                "agent": delta.agent.name,
+                "url": absolute_url("reviews:deltas_detail", delta.pk),
+            }
+        }
+        if event == WebhookEvent.DELTA_DECIDED:
+            body["decision"] = decision
+            body["decided_by"] = decided_by
+        else:
+            queue = "reviews:staged" if event == WebhookEvent.DELTA_STAGED else "reviews:quarantine"
+            body["queue_url"] = absolute_url(queue)
+        return body
+
+    return webhook_event(workspace=delta.workspace, event=event, data=data)
+
+
+def lesson_retired_event(*, lesson, retired_by: str) -> int:
+    data = lambda: {  # noqa: E731
+        "lesson": {
+            "id": lesson.pk,
+            "retired_by": retired_by,
+            "url": absolute_url("reviews:lessons_detail", lesson.pk),
+        }
+    }
+    return webhook_event(workspace=lesson.workspace, event=WebhookEvent.LESSON_RETIRED, data=data)
+
+
+def erasure_completed_event(*, receipt) -> int:
+    data = lambda: {  # noqa: E731
+        "erasure": {
+            "id": receipt.pk,
+            "status": receipt.status,
+            "rows": sum((receipt.counts or {}).values()),
+            "url": absolute_url("reviews:erasures_detail", receipt.pk),
+        }
+    }
+    return webhook_event(
+        workspace=receipt.workspace, event=WebhookEvent.ERASURE_COMPLETED, data=data
+    )
