@@ -35,6 +35,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "workspace": ("workspace", ""),
     "skill": ("skill", ""),
     "project": ("project", ""),
+    "webhook": ("webhook", "reviews:webhooks_detail"),
 }
 # Detail keys holding the id of a row of a known table (linked when it has a page).
 ID_KEYS = {
@@ -340,6 +341,12 @@ SENTENCES: dict[str, Sentence] = {
     "project.label_from_remote": _label,
     "orphan_notice.seen": _says("{who} marked the orphan notice of {target} as seen"),
     "agent.tools.set": _verb("declared the tools of"),
+    "webhook.create": _verb("added"),
+    "webhook.enable": _verb("enabled"),
+    "webhook.disable": _verb("disabled"),
+    "webhook.rotate_secret": _verb("rotated the secret of"),
+    "webhook.test": _verb("sent a test event to"),
+    "webhook.redeliver": _verb("redelivered an event to"),
 }
 
 

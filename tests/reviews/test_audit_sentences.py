@@ -184,3 +184,24 @@ def test_the_audit_page_shows_sentences_with_links(member_client, workspace):
         "to skill triage-inbox: “not what I said”"
     ) in html
     assert viewer.get("/audit/").status_code == 200
+
+
+def test_webhook_events_read_as_sentences_linking_the_webhook():
+    sentence, details = readable(
+        action="webhook.rotate_secret",
+        target_type="webhook",
+        target_id=7,
+        reason="leaked in a screenshot",
+    )
+    assert sentence == (
+        '<strong>alice</strong> rotated the secret of <a href="/webhooks/7/">webhook #7</a>: '
+        "“leaked in a screenshot”"
+    )
+    sentence, details = readable(
+        action="webhook.create",
+        target_type="webhook",
+        target_id=7,
+        details={"host": "hooks.example.com", "events": ["delta.staged", "delta.decided"]},
+    )
+    assert sentence.startswith('<strong>alice</strong> added <a href="/webhooks/7/">')
+    assert ("events", "delta.staged, delta.decided") in details
