@@ -73,9 +73,7 @@ def test_an_idempotency_key_adds_four_queries(harness, lesson, django_assert_num
     assert response.status_code == 201
 
 
-def test_a_retry_answers_the_stored_body_in_six_queries(
-    harness, lesson, django_assert_num_queries
-):
+def test_a_retry_answers_the_stored_body_in_six_queries(harness, lesson, django_assert_num_queries):
     _warm(harness, lesson)
     first = harness.post(URL, _body(lesson, "one"), format="json")
     # token; SAVEPOINT; INSERT (unique violation); ROLLBACK TO SAVEPOINT and RELEASE
