@@ -3,8 +3,9 @@ grew from about 0.35 GB to about 3 GB over ~56k embeddings).
 
 The production gunicorn (the Procfile's ``web:`` line: 2 workers × 4 threads)
 serves the bench database; client threads post ``POST /api/v1/knowledge/batch/``
-with 100 distinct LoCoMo-derived texts a request (varied lengths, as real
-traffic), so every item is embedded by the server's own embedder. Each worker's
+with 100 distinct LoCoMo-derived texts a request (dialog turns, and one in eight
+a long note of several turns: varied lengths, as real traffic), so every item is
+embedded by the server's own embedder. Each worker's
 resident memory (VmRSS) is sampled as the embeddings add up.
 
 Runs are kept by label in ``results/rss.json`` (``--label``; the default is
@@ -62,7 +63,11 @@ def _base_texts() -> list[str]:
 
 
 def _text(base: list[str], i: int) -> str:
-    # Distinct per i (nothing deduplicates away), LoCoMo's wording and length spread.
+    # Distinct per i (nothing deduplicates away), LoCoMo's wording and length spread;
+    # one in eight is a long note (several turns, 150-256 tokens) as agents also store.
+    if i % 8 == 7:
+        turns = [base[(i * 7 + k * 131) % len(base)] for k in range(5 + i % 5)]
+        return (f"Notes {i}: " + " ".join(turns))[:1900]
     return f"{base[i % len(base)]} (copy {i // len(base)} no {i})"
 
 
@@ -171,10 +176,18 @@ def main(argv: list[str]) -> int:
         statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
 
     try:
-        # Load the model in every worker (one recall each, several times: either may answer).
-        for _ in range(8):
-            client.post("/api/v1/recall/", json={"query": "warm up"})
+        # Load the model in every worker: recalls on fresh connections until each
+        # worker holds it (a keep-alive connection would stay with one worker).
         pids = worker_pids(server.pid)
+        for _ in range(60):
+            if all((rss_mb(p) or 0) > 200 for p in pids):
+                break
+            httpx.post(
+                f"{url}/api/v1/recall/",
+                json={"query": "warm up"},
+                headers={"Authorization": f"Bearer {token}", "Connection": "close"},
+                timeout=60,
+            )
         samples = [{"embedded": 0, "seconds": 0.0, "rss_mb": [rss_mb(p) for p in pids]}]
         print("rss", samples[-1], flush=True)
         step = max(total // 40, 500)

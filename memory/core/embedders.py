@@ -456,6 +456,9 @@ def _build_runtime(path: Path, expected_sha256: str, threads: int) -> _Runtime:
     # Don't busy-wait between runs: the box is shared with Postgres and the web workers.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
+    # No memory patterns: onnxruntime keeps one per input shape it has seen, and batch
+    # shapes vary (rows × width), so a long-running worker kept growing (issue 17).
+    options.enable_mem_pattern = False
     session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
     input_names = tuple(i.name for i in session.get_inputs())
