@@ -15,6 +15,9 @@ show up as an extra ledger row. Side by side in one run:
 - ``concurrent``: N client threads (default 8), agent token (self_report);
 - ``harness``: N client threads, harness token (verified: each outcome confirms
   the lesson, one ledger row each);
+- ``no lesson in play``: N threads, agent token, nothing in play: the endpoint
+  without the one row every other run's outcomes touch (each of those
+  transactions holds that lesson's row lock from its read to its commit);
 - ``with retries``: N threads, every outcome posted twice (the second a retry
   with the same ``outcome_id``), half of them at the same moment.
 
@@ -66,7 +69,7 @@ def _outcome(oid: str, lesson_id: int) -> dict:
         "checks": [{"kind": "test", "label": "pytest", "target": "tests", "ran": True,
                     "exit_code": 0, "step": 2}],
         "claim_ok": True,
-        "in_play": [{"type": "lesson", "id": lesson_id}],
+        "in_play": [{"type": "lesson", "id": lesson_id}] if lesson_id else [],
     }  # fmt: skip
 
 
@@ -177,11 +180,13 @@ def main(argv: list[str]) -> int:
             ("single", min(n // 4, 300), 1, False, token, "/api/v1/outcomes/"),
             ("concurrent", n, threads, False, token, "/api/v1/outcomes/"),
             ("harness", n, threads, False, harness_token, "/api/v1/outcomes/"),
+            ("no lesson in play", n, threads, False, token, "/api/v1/outcomes/"),
             ("with retries", n, threads, True, token, "/api/v1/outcomes/"),
         ):
             ids = [f"{name.replace(' ', '-')}-{i}" for i in range(count)]
             ledger_before = ConfidenceChange.objects.filter(target_id=lesson.pk).count()
-            stats = _run(port, who, ids, lesson_id, threads=workers, retries=retries, path=path)
+            in_play = 0 if name == "no lesson in play" else lesson_id
+            stats = _run(port, who, ids, in_play, threads=workers, retries=retries, path=path)
             if path.endswith("/bare/"):
                 stats.update(lost=0, duplicated=0, double_applied=0)
                 results[name] = stats

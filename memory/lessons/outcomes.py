@@ -194,7 +194,8 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
     """Scoped attribution: only what was in play, only on its own operation.
 
     The in-play lessons and knowledge items are each read and locked in one query
-    (``FOR UPDATE``, in id order), so applying evidence needs no second read. A
+    (``FOR NO KEY UPDATE``, in id order: it does not block other transactions'
+    evidence links to the same rows), so applying evidence needs no second read. A
     lesson read that way is current only until weighted evidence lands on another
     one (a promotion, demotion, activation or retirement can change it): from then
     on each lesson is re-read as before.
@@ -207,7 +208,7 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
     lessons = []
     if lesson_ids:
         lessons = list(
-            Lesson.objects.select_for_update(of=("self",))
+            Lesson.objects.select_for_update(no_key=True, of=("self",))
             .filter(workspace_id=outcome.workspace_id, pk__in=lesson_ids)
             .annotate(twins=promotion_twins_exist())
             .order_by("pk")
@@ -243,7 +244,7 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
     if not knowledge_ids:
         return
     items = (
-        Knowledge.objects.select_for_update(of=("self",))
+        Knowledge.objects.select_for_update(no_key=True, of=("self",))
         .filter(
             workspace_id=outcome.workspace_id,
             pk__in=knowledge_ids,
