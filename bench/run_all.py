@@ -35,6 +35,9 @@ SCRIPTS = [
     # goes here.
 ]
 
+#: Their results feed ``report_issue17.py`` (README "Benchmarks": before and after).
+ISSUE_17 = {"bench_ingest.py", "bench_outcomes.py", "bench_rss.py", "bench_recall.py"}
+
 
 def plan(names: list[str]) -> tuple[list[Path], list[str]]:
     """The scripts to run (listed order, then unlisted ones) and the unlisted names."""
@@ -70,6 +73,9 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         code = subprocess.call([sys.executable, str(script), *passthrough], cwd=HERE.parent)
         summary.append((script.name, code, time.perf_counter() - started))
+    if any(s.name in ISSUE_17 for s in scripts):
+        # Issue 17's before/after table and chart, from whatever results are on disk.
+        subprocess.call([sys.executable, str(HERE / "report_issue17.py")], cwd=HERE.parent)
     print("\n######## summary ########")
     for name, code, seconds in summary:
         print(f"{name:32s} {'ok' if code == 0 else f'FAILED ({code})':12s} {seconds:8.1f}s")
