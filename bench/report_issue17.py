@@ -1,6 +1,8 @@
 """Issue 17's numbers, before and after, side by side: ``results/issue17.md`` and
 ``results/issue17.svg``, from the result files the benches wrote (ingest.json,
-outcomes.json, rss.json) and the issue's own figures as "before".
+outcomes.json, rss.json) and the issue's own figures as "before"; with
+``outcomes-before.json`` (bench_outcomes.py run on the code before the change, on
+the same machine just before) those rows compare like with like.
 
 ``run_all.py`` runs this after the benches; on its own:
 
@@ -21,7 +23,7 @@ BEFORE = {
     "batch remember × raw embedder": "≈0.01–0.035 (11–35/s against ≈1,000/s)",
     "turns (items/s)": "74 (one per request, 6 clients)",
     "outcomes/s, 8 clients": "164",
-    "queries per outcome": "≈23",
+    "queries per outcome": "≈23 (counted on the old code: 13, 21 with an Idempotency-Key)",
     "worker RSS over server-side embeddings": "0.35 GB → 3 GB over 56k",
 }
 
@@ -55,6 +57,17 @@ def rows() -> list[tuple[str, str, str]]:
             f"{bare.get('requests_per_s')}/s in the same run; {free.get('outcomes_per_s')} "
             "with no lesson in play)",
         ))  # fmt: skip
+    old = _load("outcomes-before.json")
+    if outcomes and old:
+        for run in ("concurrent", "harness", "no lesson in play", "with retries"):
+            a, b = outcomes["results"].get(run), old["results"].get(run)
+            if a and b:
+                out.append((
+                    f"outcomes/s, 8 clients, {run}: the code before issue 17's outcome work "
+                    "against this code, back to back on this machine",
+                    f"{b['outcomes_per_s']} (load {b['load_average_at_start'][0]})",
+                    f"{a['outcomes_per_s']} (load {a['load_average_at_start'][0]})",
+                ))  # fmt: skip
     out.append(("queries per outcome", BEFORE["queries per outcome"],
                 "8 (12 with an Idempotency-Key), pinned by tests/agents/test_outcomes_queries.py"))  # fmt: skip
     if rss:
@@ -71,7 +84,7 @@ def rows() -> list[tuple[str, str, str]]:
 
 def _svg(data: list[tuple[str, float, float, str]]) -> str:
     """Paired bars (before, after) per metric, each metric scaled to its own maximum."""
-    row_h, left, bar_w = 54, 250, 380
+    row_h, left, bar_w = 54, 330, 330
     height = 40 + row_h * len(data) + 20
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="760" height="{height}" '
@@ -99,10 +112,16 @@ def _svg(data: list[tuple[str, float, float, str]]) -> str:
 def chart_data() -> list[tuple[str, float, float, str]]:
     data = []
     ingest, outcomes, rss = _load("ingest.json"), _load("outcomes.json"), _load("rss.json")
-    if outcomes and "concurrent" in outcomes["results"]:
-        data.append(("outcomes/s, 8 clients", 164.0,
-                     float(outcomes["results"]["concurrent"]["outcomes_per_s"]), "/s"))  # fmt: skip
-    data.append(("SQL queries per outcome", 23.0, 8.0, ""))
+    old = _load("outcomes-before.json")
+    if outcomes and old:
+        for run in ("harness", "no lesson in play"):
+            if run in outcomes["results"] and run in old["results"]:
+                data.append((f"outcomes/s, {run} (same machine)",
+                             float(old["results"][run]["outcomes_per_s"]),
+                             float(outcomes["results"][run]["outcomes_per_s"]), "/s"))  # fmt: skip
+    # Counted by tests/agents/test_outcomes_queries.py (before: the same count on the old code).
+    data.append(("SQL queries per outcome", 13.0, 8.0, ""))
+    data.append(("… with an Idempotency-Key", 21.0, 12.0, ""))
     if ingest:
         data.append(("turns/s", 74.0, float(ingest["batch_turns"]["turns_per_s"]), "/s"))
         data.append(("batch remember × raw embedder (best case before)", 0.035,
