@@ -120,14 +120,14 @@ def _svg(runs: dict) -> str:
 
 def _markdown(runs: dict) -> str:
     lines = [
-        "| run | commit | embeddings | embeddings/s | worker RSS at start (MB) | at end (MB) "
-        "| growth (MB) | load average |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| run | commit | code | embeddings | embeddings/s | worker RSS at start (MB) "
+        "| at end (MB) | growth (MB) | load average |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for label, run in runs.items():
         first, end = run["samples"][0], run["samples"][-1]
         lines.append(
-            f"| {label} | {run['machine']['commit']} | {end['embedded']} | "
+            f"| {label} | {run['machine']['commit']} | {run.get('code', '')} | {end['embedded']} | "
             f"{run['embeddings_per_s']} | {', '.join(map(str, first['rss_mb']))} | "
             f"{', '.join(map(str, end['rss_mb']))} | "
             f"{max(end['rss_mb'] or [0]) - max(first['rss_mb'] or [0])} | "
