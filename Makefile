@@ -35,7 +35,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 
 bench: $(STAMP)
-	$(PY) -m cairn.embedded run -- $(PY) bench/run_all.py
+	$(PY) -m cairn.embedded run -- $(PY) bench/run_all.py $(BENCH_ARGS)
 
 # `make backup` writes backups/cairn-<stamp>.tar (database dump + secret key);
 # `make restore FILE=backups/cairn-....tar` restores it over the configured database.

@@ -5,8 +5,25 @@ from __future__ import annotations
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
-from memory.identity.services import token_authenticate
-from memory.models import TokenScope
+from memory.identity.services import token_lookup, token_touch
+from memory.models import ApiToken, TokenScope
+
+_UNSET = object()
+
+
+def request_token(request) -> ApiToken | None:
+    """The active token named by the request's ``Authorization`` header, or None.
+
+    Looked up once per request: the write guard, the idempotency middleware and
+    the DRF authentication all ask, and share the one query (``_cairn_token`` on
+    the Django request; a DRF ``Request`` is unwrapped to it).
+    """
+    request = getattr(request, "_request", request)
+    token = request.__dict__.get("_cairn_token", _UNSET)
+    if token is _UNSET:
+        token = token_lookup(authorization=request.META.get("HTTP_AUTHORIZATION", ""))
+        request._cairn_token = token
+    return token
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -19,7 +36,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         parts = header.split()
         if len(parts) != 2 or parts[0].lower() != self.keyword.lower():
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
-        token = token_authenticate(raw=parts[1])
+        token = request_token(request)
+        if token is not None:
+            token = token_touch(token=token)
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         return token.agent, token

@@ -22,9 +22,9 @@ import json
 
 from django.http import JsonResponse
 
+from agents.auth import request_token
 from cairn.errors import ApplicationError, error_body
 from memory.core.secrets import refuse_secrets
-from memory.identity.services import token_lookup
 from memory.models import TokenScope
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
@@ -67,7 +67,7 @@ class WriteGuardMiddleware:
         body = _json_body(request)
         if body is None:
             return self.get_response(request)
-        token = token_lookup(authorization=request.META.get("HTTP_AUTHORIZATION", ""))
+        token = request_token(request)
         if token is None:
             return self.get_response(request)  # the view answers 401
         if isinstance(body, dict) and "incognito" in body and token.scope in INCOGNITO_SCOPES:

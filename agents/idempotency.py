@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.http import HttpResponse, JsonResponse
 
+from agents.auth import request_token
 from cairn.errors import error_body
 from memory.core.idempotency import (
     KEY_MAX_CHARS,
@@ -17,7 +18,6 @@ from memory.core.idempotency import (
     idempotency_store,
     request_digest,
 )
-from memory.identity.services import token_lookup
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 HEADER = "HTTP_IDEMPOTENCY_KEY"
@@ -44,7 +44,7 @@ class IdempotencyMiddleware:
                 ),
                 status=400,
             )
-        token = token_lookup(authorization=request.META.get("HTTP_AUTHORIZATION", ""))
+        token = request_token(request)
         if token is None:
             return self.get_response(request)  # the view answers 401
         body = request.body  # read once here; Django caches it for the view

@@ -12,16 +12,18 @@ client threads on the same machine post over HTTP. Texts are LoCoMo dialog turns
   (retries: nothing may be lost or doubled);
 - ``batch turns``: ``POST /api/v1/sessions/{id}/turns/`` with ``{"turns": [...]}``
   (500 turns), 2 client threads, then every batch again (retries);
-- ``worker RSS``: each gunicorn worker's resident memory before, during and after
-  ``--rss-items`` server-side embeddings (default 100k) through batch remember.
+- ``worker RSS``: with ``--rss-items=N``, each gunicorn worker's resident memory
+  over N server-side embeddings through batch remember (the issue's 100k curve,
+  before and after, is ``bench_rss.py``'s).
+
+The server is the Procfile's gunicorn (``common.gunicorn_start``: 2 workers × 4
+threads), with a 300 s timeout for big batches.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,15 +31,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH_DATABASE, RESULTS, ROOT, drop_database, setup_django  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS,
+    drop_database,
+    free_port,
+    gunicorn_start,
+    setup_django,
+)
 
 LOCOMO = Path(os.environ.get("CAIRN_LOCOMO", "/work/shared/bench/locomo10.json"))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _locomo_texts() -> list[str]:
@@ -135,7 +137,7 @@ def main(argv: list[str]) -> int:
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     quick = "--quick" in argv
-    rss_items = 5000 if quick else 100_000
+    rss_items = 0  # the RSS curve is bench_rss.py's; --rss-items=N still draws one here
     for arg in argv:
         if arg.startswith("--rss-items="):
             rss_items = int(arg.split("=", 1)[1])
@@ -168,28 +170,8 @@ def main(argv: list[str]) -> int:
     results["raw_embedder"] = {"items": n, "items_per_s": round(n / raw_wall, 1)}
     print("raw embedder", results["raw_embedder"], flush=True)
 
-    port = _free_port()
-    env = {**os.environ, "CAIRN_DATABASE_NAME": BENCH_DATABASE,
-           "DJANGO_SETTINGS_MODULE": "cairn.settings", "CAIRN_REDIS_DB": "2"}  # fmt: skip
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "cairn.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "2", "--timeout", "300", "--log-level", "warning"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    server, url = gunicorn_start(free_port(), extra=["--timeout", "300"])
     try:
-        import httpx
-
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/api/v1/schema/", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("gunicorn did not start")
-            time.sleep(0.3)
         # Warm both workers' models.
         _post_all(url, token, [("/api/v1/recall/", {"query": "warm up"}, None)] * 4)
         results["rss_start_mb"] = _worker_rss(server.pid)
@@ -244,12 +226,12 @@ def main(argv: list[str]) -> int:
         }
         print("batch turns", results["batch_turns"], flush=True)
 
-        # Worker RSS over sustained server-side embedding.
+        # Worker RSS over sustained server-side embedding (bench_rss.py draws the full curve).
         rss = [{"embedded": 0, "rss_mb": _worker_rss(server.pid)}]
         more = _texts(rss_items, base)
         step = max(rss_items // 10, 100)
         started = time.perf_counter()
-        for chunk in range(0, rss_items, step):
+        for chunk in range(0, rss_items, step) if rss_items else ():
             jobs = [
                 (
                     "/api/v1/knowledge/batch/",
@@ -264,7 +246,9 @@ def main(argv: list[str]) -> int:
             )
             print("rss", rss[-1], flush=True)
         results["rss"] = rss
-        results["rss_items_per_s"] = round(rss_items / (time.perf_counter() - started), 1)
+        results["rss_items_per_s"] = (
+            round(rss_items / (time.perf_counter() - started), 1) if rss_items else None
+        )
     finally:
         server.terminate()
         server.wait(timeout=60)

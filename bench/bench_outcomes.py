@@ -1,42 +1,57 @@
 """Outcome ingestion: throughput on this machine, and zero lost or duplicated under retries.
 
-A real gunicorn (the production server) serves the bench database; client
-threads post outcomes over HTTP. Every outcome carries a lesson in play on an
-operation it ran, so each one also confirms that lesson: a retry that applied
-twice would show up as an extra ledger row. Side by side in one run:
+The production gunicorn (the Procfile's ``web:`` line: 2 workers × 4 threads,
+``bench/server_settings.py`` adding one bare view) serves the bench database;
+client threads on the same machine post outcomes over HTTP (``http.client``,
+one keep-alive connection per thread: a light client, since it shares the two
+cores with the server). Every outcome carries a lesson in play on an operation
+it ran, so each one also touches that lesson: a retry that applied twice would
+show up as an extra ledger row. Side by side in one run:
 
+- ``bare DRF view``: the same body to ``POST /api/v1/_bench/bare/`` (same
+  middleware, token auth and JSON parsing, a constant answer) with N clients:
+  the floor of this server on this machine right now;
 - ``single``: one client, one outcome at a time (latency floor);
-- ``concurrent``: N client threads;
-- ``with retries``: N threads, and every outcome is posted twice (the second a
-  retry with the same ``outcome_id``), half of them at the same moment.
+- ``concurrent``: N client threads (default 8), agent token (self_report);
+- ``harness``: N client threads, harness token (verified: each outcome confirms
+  the lesson, one ledger row each);
+- ``no lesson in play``: N threads, agent token, nothing in play: the endpoint
+  without the one row every other run's outcomes touch (each of those
+  transactions holds that lesson's row lock from its read to its commit);
+- ``with retries``: N threads, every outcome posted twice (the second a retry
+  with the same ``outcome_id``), half of them at the same moment.
 
-    .venv/bin/python bench/bench_outcomes.py [--quick]
+Each run records the load average when it started: the box is shared, and the
+``× bare`` column is the number that survives a noisy neighbour.
+
+    .venv/bin/python bench/bench_outcomes.py [--quick] [--clients=8]
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import BENCH_DATABASE, RESULTS, ROOT, drop_database, setup_django  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from common import (  # noqa: E402
+    RESULTS,
+    drop_database,
+    free_port,
+    gunicorn_start,
+    machine,
+    setup_django,
+)
+
 PROJECT = "https://github.com/acme/bench.git"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _outcome(oid: str, lesson_id: int) -> dict:
@@ -54,25 +69,30 @@ def _outcome(oid: str, lesson_id: int) -> dict:
         "checks": [{"kind": "test", "label": "pytest", "target": "tests", "ran": True,
                     "exit_code": 0, "step": 2}],
         "claim_ok": True,
-        "in_play": [{"type": "lesson", "id": lesson_id}],
+        "in_play": [{"type": "lesson", "id": lesson_id}] if lesson_id else [],
     }  # fmt: skip
 
 
 def _run(
-    url: str, token: str, ids: list[str], lesson_id: int, *, threads: int, retries: bool
-) -> dict:
-    import httpx
-
-    headers = {"Authorization": f"Bearer {token}"}
+    port: int, token: str, ids: list[str], lesson_id: int, *, threads: int, retries: bool,
+    path: str = "/api/v1/outcomes/",
+) -> dict:  # fmt: skip
+    local = threading.local()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     latencies: list[float] = []
     statuses: dict[int, int] = {}
-    client = httpx.Client(base_url=url, headers=headers, timeout=60)
 
     def post(oid: str) -> None:
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = local.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        body = json.dumps(_outcome(oid, lesson_id))
         started = time.perf_counter()
-        response = client.post("/api/v1/outcomes/", json=_outcome(oid, lesson_id))
+        conn.request("POST", path, body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
         latencies.append(time.perf_counter() - started)
-        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        statuses[response.status] = statuses.get(response.status, 0) + 1
 
     work = list(ids)
     if retries:
@@ -84,13 +104,14 @@ def _run(
         for oid in ids:
             work += [oid, oid] if oid in racing else [oid]
         work += [oid for oid in ids if oid not in racing]
+    load = [round(x, 2) for x in os.getloadavg()]
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(post, work))
     wall = time.perf_counter() - started
-    client.close()
     latencies.sort()
     return {
+        "clients": threads,
         "requests": len(work),
         "outcomes": len(ids),
         "wall_s": round(wall, 2),
@@ -99,51 +120,39 @@ def _run(
         "p50_ms": round(statistics.median(latencies) * 1000, 1),
         "p95_ms": round(latencies[int(len(latencies) * 0.95) - 1] * 1000, 1),
         "statuses": statuses,
+        "load_average_at_start": load,
     }
 
 
 def main(argv: list[str]) -> int:
     import logging
 
+    import httpx
+
     logging.getLogger("httpx").setLevel(logging.WARNING)
     quick = "--quick" in argv
     n = 300 if quick else 2000
     threads = 8
+    for arg in argv:
+        if arg.startswith("--clients="):
+            threads = int(arg.split("=", 1)[1])
     setup_django()
     from memory.identity.services import agent_get_or_create, token_issue, workspace_get_or_create
-    from memory.models import ConfidenceChange, Lesson, LessonEvidence, Outcome
+    from memory.models import ConfidenceChange, Lesson, LessonEvidence, Outcome, TokenScope
 
     workspace = workspace_get_or_create(name="bench-outcomes")
     agent = agent_get_or_create(workspace=workspace, name="bench-agent")
     token = token_issue(agent=agent).raw
+    harness_token = token_issue(agent=agent, scope=TokenScope.HARNESS).raw
+    info = machine()
 
-    port = _free_port()
-    env = {**os.environ, "CAIRN_DATABASE_NAME": BENCH_DATABASE,
-           "DJANGO_SETTINGS_MODULE": "cairn.settings", "CAIRN_REDIS_DB": "2"}  # fmt: skip
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "cairn.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "4", "--log-level", "warning"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    port = free_port()
+    server, url = gunicorn_start(port, settings="server_settings")
     try:
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/api/v1/schema/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("gunicorn did not start")
-            time.sleep(0.3)
-
         # A lesson learned by the loop, in play in every outcome below.
         seed = httpx.post(
             f"{url}/api/v1/outcomes/",
-            headers={"Authorization": f"Bearer {token}"},
+            headers={"Authorization": f"Bearer {harness_token}"},
             json={
                 **_outcome("seed", 0),
                 "approach": [
@@ -161,48 +170,78 @@ def main(argv: list[str]) -> int:
         ).json()
         lesson_id = seed["lessons_created"][0]
         lesson = Lesson.objects.get(pk=lesson_id)
+        # Warm both workers (imports, connections) before anything is timed.
+        _run(port, token, [f"warm-{i}" for i in range(40)], lesson_id, threads=threads,
+             retries=False, path="/api/v1/_bench/bare/")  # fmt: skip
 
         results = {}
-        for name, count, workers, retries in (
-            ("single", min(n // 4, 300), 1, False),
-            ("concurrent", n, threads, False),
-            ("with retries", n, threads, True),
+        for name, count, workers, retries, who, path in (
+            ("bare DRF view", n, threads, False, token, "/api/v1/_bench/bare/"),
+            ("single", min(n // 4, 300), 1, False, token, "/api/v1/outcomes/"),
+            ("concurrent", n, threads, False, token, "/api/v1/outcomes/"),
+            ("harness", n, threads, False, harness_token, "/api/v1/outcomes/"),
+            ("no lesson in play", n, threads, False, token, "/api/v1/outcomes/"),
+            ("with retries", n, threads, True, token, "/api/v1/outcomes/"),
         ):
             ids = [f"{name.replace(' ', '-')}-{i}" for i in range(count)]
             ledger_before = ConfidenceChange.objects.filter(target_id=lesson.pk).count()
-            stats = _run(url, token, ids, lesson_id, threads=workers, retries=retries)
+            in_play = 0 if name == "no lesson in play" else lesson_id
+            stats = _run(port, who, ids, in_play, threads=workers, retries=retries, path=path)
+            if path.endswith("/bare/"):
+                stats.update(lost=0, duplicated=0, double_applied=0)
+                results[name] = stats
+                print(f"{name:14s} {stats}", flush=True)
+                continue
             rows = Outcome.objects.filter(agent=agent, outcome_id__in=ids)
             stored = set(rows.values_list("outcome_id", flat=True))
             stats["lost"] = len(set(ids) - stored)
             stats["duplicated"] = rows.count() - len(stored)
-            # Each outcome confirms the in-play lesson once: one evidence link each.
+            # A harness outcome confirms the in-play lesson once: one evidence link and
+            # one ledger row each. An agent token's outcome is a self-report: neither.
             links = LessonEvidence.objects.filter(lesson=lesson, outcome__in=rows).count()
             stats["confirmations"] = links
-            stats["double_applied"] = links - len(stored)
             stats["ledger_rows"] = (
                 ConfidenceChange.objects.filter(target_id=lesson.pk).count() - ledger_before
             )
+            expected = len(stored) if who == harness_token else 0
+            stats["double_applied"] = max(links - expected, stats["ledger_rows"] - expected, 0)
             results[name] = stats
             print(f"{name:14s} {stats}", flush=True)
     finally:
         server.terminate()
         server.wait(timeout=30)
 
+    bare = results["bare DRF view"]["requests_per_s"]
+    for stats in results.values():
+        stats["x_bare"] = round(stats["requests_per_s"] / bare, 2) if bare else None
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "outcomes.json").write_text(
-        json.dumps({"n": n, "threads": threads, "load": os.getloadavg(), "results": results},
-                   indent=2)
-    )  # fmt: skip
+        json.dumps(
+            {
+                "n": n,
+                "clients": threads,
+                "server": "Procfile web: gunicorn, 2 workers x 4 threads (gthread)",
+                "machine": info,
+                "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+                "results": results,
+            },
+            indent=2,
+        )
+    )
     lines = [
-        "| run | outcomes | requests | outcomes/s | requests/s | p50 | p95 | lost | duplicated "
-        "| applied twice |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"{threads} clients on the same machine; server: the Procfile's gunicorn "
+        f"(2 workers × 4 threads); commit {info['commit']}.",
+        "",
+        "| run | outcomes | requests | outcomes/s | requests/s | × bare | p50 | p95 | lost "
+        "| duplicated | applied twice | load average at start |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, s in results.items():
         lines.append(
             f"| {name} | {s['outcomes']} | {s['requests']} | {s['outcomes_per_s']} | "
-            f"{s['requests_per_s']} | {s['p50_ms']} ms | {s['p95_ms']} ms | {s['lost']} | "
-            f"{s['duplicated']} | {s['double_applied']} |"
+            f"{s['requests_per_s']} | {s['x_bare']} | {s['p50_ms']} ms | {s['p95_ms']} ms | "
+            f"{s['lost']} | {s['duplicated']} | {s['double_applied']} | "
+            f"{', '.join(map(str, s['load_average_at_start']))} |"
         )
     table = "\n".join(lines)
     (RESULTS / "outcomes.md").write_text(table + "\n")

@@ -139,3 +139,88 @@ def table(rows: list[dict], columns: list[str]) -> str:
     rule = "| " + " | ".join("---" for _ in columns) + " |"
     body = ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
     return "\n".join([head, rule, *body])
+
+
+# --- the production web server, as `make run` starts it ----------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def gunicorn_command(port: int, *, workers: int | None = None, extra: list[str] = ()) -> list[str]:
+    """The ``web:`` line of the Procfile (what ``make run`` serves with), for ``port``.
+
+    Benchmarks measure the server configuration production runs (worker class,
+    workers, threads), not one of their own; only the access log is dropped (it
+    would measure the terminal) and ``extra`` flags (e.g. a longer ``--timeout``
+    for big batches) are appended.
+    """
+    import shlex
+
+    line = next(
+        raw.split(":", 1)[1]
+        for raw in (ROOT / "Procfile").read_text().splitlines()
+        if raw.startswith("web:")
+    )
+    env = {"PORT": str(port), "WEB_CONCURRENCY": str(workers or 2)}
+    line = line.replace("${WEB_CONCURRENCY:-2}", env["WEB_CONCURRENCY"]).replace(
+        "$PORT", env["PORT"]
+    )
+    args = shlex.split(line)
+    if "--access-logfile" in args:
+        i = args.index("--access-logfile")
+        del args[i : i + 2]
+    args[0] = str(ROOT / args[0]) if not Path(args[0]).is_absolute() else args[0]
+    return [*args, "--log-level", "warning", *extra]
+
+
+def gunicorn_start(
+    port: int,
+    *,
+    database: str = BENCH_DATABASE,
+    extra: list[str] = (),
+    settings: str = "cairn.settings",
+):
+    """Start the production gunicorn on the bench database; wait until it answers.
+
+    ``settings="server_settings"`` adds the bare DRF view (``bench/server_settings.py``).
+    """
+    import httpx
+
+    env = {**os.environ, "CAIRN_DATABASE_NAME": database,
+           "DJANGO_SETTINGS_MODULE": settings, "CAIRN_REDIS_DB": "2",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), str(ROOT),
+                                          os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    server = subprocess.Popen(gunicorn_command(port, extra=extra), cwd=ROOT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{url}/api/v1/schema/", timeout=10).status_code == 200:
+                return server, url
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise SystemExit("gunicorn did not start")
+        time.sleep(0.3)
+
+
+def worker_pids(server_pid: int) -> list[int]:
+    children = Path(f"/proc/{server_pid}/task/{server_pid}/children")
+    return sorted(int(pid) for pid in children.read_text().split())
+
+
+def rss_mb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    except FileNotFoundError:
+        return None
+    return None

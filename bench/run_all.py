@@ -1,12 +1,13 @@
-"""Run every benchmark: each ``bench/bench_*.py`` in turn, in its own process.
+"""Run every benchmark, each in its own process, and summarise.
 
-``make bench`` runs this with the embedded services up. Arguments after ``--``
-go to every script (e.g. ``--quick``). Each script writes its own results under
-bench/results/ and prints its tables; this prints a summary of what ran.
+``make bench`` runs this with the embedded services up. ``--quick`` runs every
+script at its smoke size; arguments after ``--`` go to every script as well.
+Each script writes its own results under bench/results/ and prints its tables.
 
     .venv/bin/python bench/run_all.py                 # everything, full size
-    .venv/bin/python bench/run_all.py -- --quick      # smaller sizes, fewer queries
-    .venv/bin/python bench/run_all.py knowledge       # only bench_knowledge.py
+    .venv/bin/python bench/run_all.py --quick         # every script, smoke size
+    .venv/bin/python bench/run_all.py outcomes rss    # only those two
+    .venv/bin/python bench/run_all.py --list          # what would run, in order
 """
 
 from __future__ import annotations
@@ -18,22 +19,63 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+#: Every benchmark, in the order ``make bench`` runs them. A new script goes here
+#: (one it finds on disk but not here still runs, last, with a note).
+SCRIPTS = [
+    # Recall at scale, maintenance, the situation hot path, load with faults.
+    "bench_knowledge.py",
+    "bench_maintenance.py",
+    "bench_situations.py",
+    "bench_faults.py",
+    # Issue 17: every number of the issue, before and after (README "Benchmarks").
+    "bench_ingest.py",  # batch remember and batch turns against the raw embedder
+    "bench_outcomes.py",  # outcomes/s with 8 clients, against a bare DRF view
+    "bench_rss.py",  # worker RSS over 100k server-side embeddings
+    # bench_recall.py (issue 17: LoCoMo through /recall/ and /conversations/search/)
+    # goes here.
+]
+
+#: Their results feed ``report_issue17.py`` (README "Benchmarks": before and after).
+ISSUE_17 = {"bench_ingest.py", "bench_outcomes.py", "bench_rss.py", "bench_recall.py"}
+
+
+def plan(names: list[str]) -> tuple[list[Path], list[str]]:
+    """The scripts to run (listed order, then unlisted ones) and the unlisted names."""
+    on_disk = {p.name: p for p in HERE.glob("bench_*.py")}
+    listed = [on_disk[name] for name in SCRIPTS if name in on_disk]
+    unlisted = sorted(set(on_disk) - set(SCRIPTS))
+    scripts = listed + [on_disk[name] for name in unlisted]
+    if names:
+        scripts = [s for s in scripts if s.stem.removeprefix("bench_") in names]
+    return scripts, unlisted
+
 
 def main(argv: list[str]) -> int:
     if "--" in argv:
         split = argv.index("--")
-        names, passthrough = argv[:split], argv[split + 1 :]
+        argv, passthrough = argv[:split], argv[split + 1 :]
     else:
-        names, passthrough = argv, []
-    scripts = sorted(HERE.glob("bench_*.py"))
-    if names:
-        scripts = [s for s in scripts if s.stem.removeprefix("bench_") in names]
+        passthrough = []
+    flags = [a for a in argv if a.startswith("--")]
+    names = [a for a in argv if not a.startswith("--")]
+    if "--quick" in flags and "--quick" not in passthrough:
+        passthrough.append("--quick")
+    scripts, unlisted = plan(names)
+    for name in unlisted:
+        print(f"note: {name} is not in run_all.SCRIPTS; it runs last", flush=True)
+    if "--list" in flags:
+        for script in scripts:
+            print(" ".join([script.name, *passthrough]))
+        return 0
     summary = []
     for script in scripts:
-        print(f"\n######## {script.name} ########", flush=True)
+        print(f"\n######## {script.name} {' '.join(passthrough)} ########", flush=True)
         started = time.perf_counter()
         code = subprocess.call([sys.executable, str(script), *passthrough], cwd=HERE.parent)
         summary.append((script.name, code, time.perf_counter() - started))
+    if any(s.name in ISSUE_17 for s in scripts):
+        # Issue 17's before/after table and chart, from whatever results are on disk.
+        subprocess.call([sys.executable, str(HERE / "report_issue17.py")], cwd=HERE.parent)
     print("\n######## summary ########")
     for name, code, seconds in summary:
         print(f"{name:32s} {'ok' if code == 0 else f'FAILED ({code})':12s} {seconds:8.1f}s")

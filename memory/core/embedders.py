@@ -365,6 +365,43 @@ class _Runtime:
     output_name: str
     pooled: bool  # output is already one vector per text
     sha256: str
+    # One model run at a time per process: a worker's threads queue here instead of
+    # each growing the shared CPU arena by a working set of their own (on 2 cores the
+    # intra-op threads are busy anyway, so running side by side gains nothing).
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+#: Tokens in one model run (rows × padded width). Attention holds rows × 12 heads ×
+#: width² floats, so a fixed budget bounds one run's working set whatever the texts'
+#: lengths: 32 short texts run together, long ones a few at a time. onnxruntime's CPU
+#: arena keeps the largest working set it has seen (issue 17: 32 texts of 256 tokens
+#: need ~100 MB per attention tensor, several at once per thread, and a worker grew
+#: from 0.35 GB to 3 GB); with this budget, the lock and few shapes it stays flat.
+RUN_TOKEN_BUDGET = 2048
+
+#: Padded widths are multiples of this: the session sees at most
+#: ``MAX_TOKENS / WIDTH_STEP`` widths, not one per batch.
+WIDTH_STEP = 16
+
+
+def _padded_width(length: int) -> int:
+    return min(MAX_TOKENS, -(-length // WIDTH_STEP) * WIDTH_STEP)
+
+
+def _chunks(order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Cut texts sorted by length into runs of at most ``batch_size`` rows and
+    ``RUN_TOKEN_BUDGET`` padded tokens."""
+    out: list[list[int]] = []
+    chunk: list[int] = []
+    for i in order:
+        width = _padded_width(lengths[i])  # the longest so far: ``order`` is ascending
+        if chunk and (len(chunk) >= batch_size or (len(chunk) + 1) * width > RUN_TOKEN_BUDGET):
+            out.append(chunk)
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        out.append(chunk)
+    return out
 
 
 _SUPPORTED_INPUTS = {"input_ids", "attention_mask", "token_type_ids"}
@@ -419,6 +456,9 @@ def _build_runtime(path: Path, expected_sha256: str, threads: int) -> _Runtime:
     # Don't busy-wait between runs: the box is shared with Postgres and the web workers.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
+    # No memory patterns: onnxruntime keeps one per input shape it has seen, and batch
+    # shapes vary (rows × width), so a long-running worker kept growing (issue 17).
+    options.enable_mem_pattern = False
     session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
     input_names = tuple(i.name for i in session.get_inputs())
@@ -499,12 +539,12 @@ class LocalEmbedder(Embedder):
         rt = self._runtime()
         encodings = rt.tokenizer.encode_batch(texts, add_special_tokens=True)
         ids = [e.ids for e in encodings]
-        # Sort by length so each batch pads to similar lengths; restore order at the end.
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        lengths = [len(x) for x in ids]
+        # Sort by length so each run pads to similar lengths; restore order at the end.
+        order = sorted(range(len(ids)), key=lambda i: lengths[i])
         result: list[list[float] | None] = [None] * len(ids)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            width = max(len(ids[i]) for i in chunk)
+        for chunk in _chunks(order, lengths, self.batch_size):
+            width = _padded_width(max(lengths[i] for i in chunk))
             input_ids = np.zeros((len(chunk), width), dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)
             for row, i in enumerate(chunk):
@@ -515,7 +555,8 @@ class LocalEmbedder(Embedder):
                 feed["attention_mask"] = mask
             if "token_type_ids" in rt.input_names:
                 feed["token_type_ids"] = np.zeros_like(input_ids)
-            (hidden,) = rt.session.run([rt.output_name], feed)
+            with rt.lock:
+                (hidden,) = rt.session.run([rt.output_name], feed)
             hidden = np.asarray(hidden, dtype=np.float32)
             if hidden.shape[-1] != EMBEDDING_DIMENSIONS:
                 raise ModelIntegrityError(

@@ -53,18 +53,23 @@ def idempotency_store(
     body: bytes,
     content_type: str,
 ) -> None:
-    IdempotencyRecord.objects.get_or_create(
-        agent=agent,
-        key=key,
-        defaults={
-            "workspace_id": agent.workspace_id,
-            "method": method,
-            "path": path[:500],
-            "request_digest": digest,
-            "status_code": status_code,
-            "response_body": body,
-            "content_type": content_type[:100],
-        },
+    # One INSERT ... ON CONFLICT DO NOTHING: a record already there (another process's,
+    # under the same key) is kept, as get_or_create would, without its SELECT and savepoint.
+    IdempotencyRecord.objects.bulk_create(
+        [
+            IdempotencyRecord(
+                agent=agent,
+                key=key,
+                workspace_id=agent.workspace_id,
+                method=method,
+                path=path[:500],
+                request_digest=digest,
+                status_code=status_code,
+                response_body=body,
+                content_type=content_type[:100],
+            )
+        ],
+        ignore_conflicts=True,
     )
 
 

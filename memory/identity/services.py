@@ -193,6 +193,11 @@ def token_authenticate(*, raw: str) -> ApiToken | None:
     token = _active_token(raw)
     if token is None:
         return None
+    return token_touch(token=token)
+
+
+def token_touch(*, token: ApiToken) -> ApiToken:
+    """Record that ``token`` was used (at most one write a minute per token)."""
     now = timezone.now()
     stale_before = now - timedelta(seconds=settings.CAIRN_TOKEN_LAST_USED_GRANULARITY_S)
     if token.last_used_at is None or token.last_used_at < stale_before:

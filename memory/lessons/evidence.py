@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -104,9 +104,7 @@ def confidence_apply(
     if abs(new - before) < _EPSILON:
         return None
     at = at or timezone.now()
-    _model_for(target_type).objects.filter(pk=target.pk).update(confidence=new, updated_at=at)
-    target.confidence = new
-    return ConfidenceChange.objects.create(
+    change = ConfidenceChange(
         workspace_id=target.workspace_id,
         target_type=target_type,
         target_id=target.pk,
@@ -118,6 +116,43 @@ def confidence_apply(
         channel=channel,
         at=at,
     )
+    _move_and_record(table=_model_for(target_type)._meta.db_table, change=change)
+    target.confidence = new
+    return change
+
+
+_LEDGER_COLUMNS = (
+    "workspace_id",
+    "target_type",
+    "target_id",
+    "before",
+    "after",
+    "kind",
+    "evidence_id",
+    "cause",
+    "channel",
+    "at",
+)
+
+
+def _move_and_record(*, table: str, change: ConfidenceChange) -> None:
+    """UPDATE the target's confidence and INSERT its ledger row in one statement (a
+    data-modifying CTE: one round trip; both or neither)."""
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(c) for c in _LEDGER_COLUMNS)
+    values = ", ".join(["%s"] * len(_LEDGER_COLUMNS))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH moved AS (UPDATE {qn(table)} SET confidence = %s, updated_at = %s "
+            f"WHERE id = %s RETURNING id) "
+            f"INSERT INTO {qn(ConfidenceChange._meta.db_table)} ({columns}) "
+            f"VALUES ({values}) RETURNING id",
+            [change.after, change.at, change.target_id]
+            + [getattr(change, c) for c in _LEDGER_COLUMNS],
+        )
+        change.pk = cursor.fetchone()[0]
+    change._state.adding = False
+    change._state.db = connection.alias
 
 
 def evidence_effect(*, kind: str, target: Lesson | Knowledge) -> float:
@@ -163,8 +198,12 @@ def evidence_apply(
     evidence_id: str,
     channel: str,
     now: datetime | None = None,
+    locked: bool = False,
 ) -> EvidenceResult:
     """Apply one piece of evidence to a live lesson or knowledge item.
+
+    ``locked``: the caller read ``target`` with ``select_for_update`` in this
+    transaction, so it is current and locked already (one query fewer).
 
     0. Only the harness and people produce weighted evidence: anything from the
        agent channel is applied as a self-report (recency only), whatever its kind.
@@ -179,7 +218,8 @@ def evidence_apply(
     if channel not in (Channel.HARNESS, Channel.PERSON):
         kind = EvidenceKind.SELF_REPORT
     now = now or timezone.now()
-    target = _lock(target)
+    if not locked:
+        target = _lock(target)
     target_type = target_type_of(target)
     _require_live(target)
     before = float(target.confidence)

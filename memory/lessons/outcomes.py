@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from cairn.errors import ApplicationError
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
 from memory.identity.projects import (
@@ -23,6 +24,7 @@ from memory.identity.projects import (
 )
 from memory.identity.services import GOAL_TEXT_SETTING
 from memory.lessons.evidence import evidence_apply
+from memory.lessons.promotion import promotion_twins_exist
 from memory.lessons.services import (
     lesson_confirm_by_outcome,
     lesson_contradict_by_outcome,
@@ -125,20 +127,26 @@ def outcome_record(
 ) -> tuple[dict, bool]:
     """Record one outcome; returns (response body, created).
 
-    1. An ``outcome_id`` this agent already posted answers with the stored body.
-    2. ``goal_text`` is checked (length, credentials) and hashed when no ``goal`` is
-       given; it is stored only when the workspace opted in (``store_goal_text``),
-       and the body says whether it was (``goal_text_stored``).
-    3. Otherwise, in one transaction: insert the row (the unique constraint on
-       (agent, outcome_id) makes concurrent retries lose here and re-read the
-       winner's body), compute ``passed``, attribute it to the in-play lessons
-       and knowledge, learn mechanical lessons, store the body.
+    In one transaction: insert the row, compute ``passed``, attribute it to the
+    in-play lessons and knowledge, learn mechanical lessons, store the body. An
+    ``outcome_id`` this agent already posted (a retry, or a concurrent twin)
+    loses on the unique constraint on (agent, outcome_id) at the insert, before
+    anything is applied, and answers with the stored body. (Inserting first
+    rather than looking first saves a query on every new outcome; a retry pays
+    it instead.)
+
+    ``goal_text`` is checked (length, credentials) and hashed when no ``goal`` is
+    given; it is stored only when the workspace opted in (``store_goal_text``),
+    and the body says whether it was (``goal_text_stored``).
     """
-    stored = _stored_body(agent=agent, outcome_id=outcome_id)
-    if stored is not None:
+    try:
+        digest = project_digest_required(remote=project_remote, path=project_path)
+        goal_text = goal_text_clean(goal_text)
+    except ApplicationError:
+        stored = _stored_body(agent=agent, outcome_id=outcome_id)
+        if stored is None:
+            raise
         return stored, False
-    digest = project_digest_required(remote=project_remote, path=project_path)
-    goal_text = goal_text_clean(goal_text)
     keep_goal_text = bool(goal_text) and _goal_text_kept(agent=agent)
     if not goal and goal_text:
         goal = goal_text
@@ -232,15 +240,35 @@ def _apply(*, outcome: Outcome) -> dict:
 
 
 def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
-    """Scoped attribution: only what was in play, only on its own operation."""
+    """Scoped attribution: only what was in play, only on its own operation.
+
+    The in-play lessons and knowledge items are each read and locked in one query
+    (``FOR NO KEY UPDATE``, in id order: it does not block other transactions'
+    evidence links to the same rows), so applying evidence needs no second read. A
+    lesson read that way is current only until weighted evidence lands on another
+    one (a promotion, demotion, activation or retirement can change it): from then
+    on each lesson is re-read as before.
+    """
     last = operations_last_result(outcome.approach)
     lesson_ids = sorted({r["id"] for r in outcome.in_play if r["type"] == "lesson"})
     knowledge_ids = sorted(
         {r["id"] for r in outcome.in_play if r["type"] in ("knowledge", "error")}
     )
+    lessons = []
+    if lesson_ids:
+        lessons = list(
+            Lesson.objects.select_for_update(no_key=True, of=("self",))
+            .filter(workspace_id=outcome.workspace_id, pk__in=lesson_ids)
+            .annotate(twins=promotion_twins_exist())
+            .order_by("pk")
+        )
+        lessons.sort(key=lambda row: (row.created_at, row.pk), reverse=True)  # newest first
     seen: set[int] = set()
-    for lesson in Lesson.objects.filter(workspace_id=outcome.workspace_id, pk__in=lesson_ids):
-        lesson = lesson_head(lesson=lesson)
+    fresh = True  # the rows read above are still current
+    for lesson in lessons:
+        head = lesson_head(lesson=lesson)
+        fast = fresh and head is lesson
+        lesson = head
         if lesson.pk in seen or lesson.state == LessonState.RETIRED:
             continue
         seen.add(lesson.pk)
@@ -248,18 +276,32 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
             continue  # another project's lesson is neither credited nor blamed here
         op_result = last.get(lesson.operation_key)
         if outcome.passed is True and op_result == StepOutcome.OK:
-            holder = lesson_confirm_by_outcome(lesson=lesson, outcome=outcome, now=now)
+            holder = lesson_confirm_by_outcome(
+                lesson=lesson,
+                outcome=outcome,
+                now=now,
+                locked=fast,
+                twins=lesson.twins if fast else None,
+            )
             if holder is not None:
                 result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
+                fresh = False
         elif outcome.passed is False and op_result == StepOutcome.FAILED:
-            if lesson_contradict_by_outcome(lesson=lesson, outcome=outcome, now=now):
+            if lesson_contradict_by_outcome(lesson=lesson, outcome=outcome, now=now, locked=fast):
                 result.note(result.contradicted, {"type": "lesson", "id": lesson.pk})
-    items = Knowledge.objects.filter(
-        workspace_id=outcome.workspace_id,
-        pk__in=knowledge_ids,
-        status=KnowledgeStatus.ACTIVE,
-        superseded_by__isnull=True,
-    ).order_by("id")
+                fresh = False
+    if not knowledge_ids:
+        return
+    items = (
+        Knowledge.objects.select_for_update(no_key=True, of=("self",))
+        .filter(
+            workspace_id=outcome.workspace_id,
+            pk__in=knowledge_ids,
+            status=KnowledgeStatus.ACTIVE,
+            superseded_by__isnull=True,
+        )
+        .order_by("id")
+    )
     for item in items:
         kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
         if kind is None:
@@ -270,6 +312,7 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
             evidence_id=f"outcome:{outcome.pk}",
             channel=outcome.channel,
             now=now,
+            locked=True,  # evidence on one item never changes another
         )
         if applied.kind == EvidenceKind.SELF_REPORT:
             continue  # the model's own word: recency only, nothing confirmed

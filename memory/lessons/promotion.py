@@ -4,7 +4,7 @@ global; a global lesson contradicted in a project gets a project-scoped reversal
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 
 from memory.core.audit import audit_record
 from memory.lessons.lifecycle import (
@@ -35,8 +35,36 @@ def _confirmed_projects(lessons: list[Lesson]) -> set[str]:
     )
 
 
+def _equivalent_elsewhere(*, workspace_id, operation_key, normalized_text, project_digest):
+    """Live, active project lessons saying the same thing in another project."""
+    return Lesson.objects.filter(
+        workspace_id=workspace_id,
+        operation_key=operation_key,
+        normalized_text=normalized_text,
+        scope=LessonScope.PROJECT,
+        state=LessonState.ACTIVE,
+        superseded_by__isnull=True,
+    ).exclude(project_digest=project_digest)
+
+
+def promotion_twins_exist() -> Exists:
+    """An annotation for a Lesson queryset: does another project hold an equivalent live,
+    active lesson? (What ``lesson_promote_if_confirmed`` asks first; reading it with the
+    lesson saves that query.)"""
+    return Exists(
+        _equivalent_elsewhere(
+            workspace_id=OuterRef("workspace_id"),
+            operation_key=OuterRef("operation_key"),
+            normalized_text=OuterRef("normalized_text"),
+            project_digest=OuterRef("project_digest"),
+        )
+    )
+
+
 @transaction.atomic(savepoint=False)
-def lesson_promote_if_confirmed(*, lesson: Lesson, now=None) -> Lesson | None:
+def lesson_promote_if_confirmed(
+    *, lesson: Lesson, now=None, twins: bool | None = None
+) -> Lesson | None:
     """The same lesson confirmed in two distinct projects becomes one global lesson.
 
     1. Lock the live, active project lessons with the same operation and
@@ -45,6 +73,9 @@ def lesson_promote_if_confirmed(*, lesson: Lesson, now=None) -> Lesson | None:
        row (a live equivalent global row if there is one, else a new one at the
        highest member confidence) that inherits their evidence.
     3. Record the promotion in the audit log.
+
+    ``twins``: what the caller read with ``promotion_twins_exist()`` in this
+    transaction (None: ask now).
     """
     if lesson.scope != LessonScope.PROJECT or lesson.superseded_by_id is not None:
         return None
@@ -56,7 +87,14 @@ def lesson_promote_if_confirmed(*, lesson: Lesson, now=None) -> Lesson | None:
         state=LessonState.ACTIVE,
         superseded_by__isnull=True,
     )
-    if not equivalent.exclude(project_digest=lesson.project_digest).exists():
+    if twins is None:
+        twins = _equivalent_elsewhere(
+            workspace_id=lesson.workspace_id,
+            operation_key=lesson.operation_key,
+            normalized_text=lesson.normalized_text,
+            project_digest=lesson.project_digest,
+        ).exists()
+    if not twins:
         return None  # the common case: no other project says the same thing
     members = list(equivalent.select_for_update().order_by("id"))
     projects = _confirmed_projects(members)

@@ -270,16 +270,20 @@ def _confirm_each(*, lesson: Lesson, outcomes: list[Outcome], now) -> Lesson:
 
 
 @transaction.atomic(savepoint=False)
-def lesson_confirm_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> Lesson | None:
+def lesson_confirm_by_outcome(
+    *, lesson: Lesson, outcome: Outcome, now=None, locked: bool = False, twins: bool | None = None
+) -> Lesson | None:
     """A passed outcome supports ``lesson``: +test_passed once per outcome, then promotion.
 
     Returns the lesson now holding the evidence (the global one after a
     promotion), or None when this outcome had already been counted or was the
     model's own word: an agent token's outcome only refreshes recency
-    (self_report) and is never attached as evidence.
+    (self_report) and is never attached as evidence. ``locked`` and ``twins``
+    are what the caller already knows (see ``evidence_apply`` and
+    ``lesson_promote_if_confirmed``).
     """
     if outcome.channel != Channel.HARNESS:
-        _self_report(target=lesson, outcome=outcome, now=now)
+        _self_report(target=lesson, outcome=outcome, now=now, locked=locked)
         return None
     if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_SUPPORTS):
         return None
@@ -289,16 +293,19 @@ def lesson_confirm_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> 
         evidence_id=f"outcome:{outcome.pk}",
         channel=outcome.channel,
         now=now,
+        locked=locked,
     ).target
-    return lesson_promote_if_confirmed(lesson=lesson, now=now) or lesson
+    return lesson_promote_if_confirmed(lesson=lesson, now=now, twins=twins) or lesson
 
 
 @transaction.atomic(savepoint=False)
-def lesson_contradict_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) -> bool:
+def lesson_contradict_by_outcome(
+    *, lesson: Lesson, outcome: Outcome, now=None, locked: bool = False
+) -> bool:
     """A failed outcome on the lesson's operation: -0.25 once, and maybe a demotion.
     An agent token's outcome says nothing weighted (self_report: recency only)."""
     if outcome.channel != Channel.HARNESS:
-        _self_report(target=lesson, outcome=outcome, now=now)
+        _self_report(target=lesson, outcome=outcome, now=now, locked=locked)
         return False
     if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_CONTRADICTS):
         return False
@@ -308,18 +315,22 @@ def lesson_contradict_by_outcome(*, lesson: Lesson, outcome: Outcome, now=None) 
         evidence_id=f"outcome:{outcome.pk}",
         channel=outcome.channel,
         now=now,
+        locked=locked,
     ).target
     lesson_demote_if_foreign(lesson=lesson, outcome=outcome, now=now)
     return True
 
 
-def _self_report(*, target: Lesson | Knowledge, outcome: Outcome, now) -> None:
+def _self_report(
+    *, target: Lesson | Knowledge, outcome: Outcome, now, locked: bool = False
+) -> None:
     evidence_apply(
         target=target,
         kind=EvidenceKind.SELF_REPORT,
         evidence_id=f"outcome:{outcome.pk}",
         channel=outcome.channel,
         now=now,
+        locked=locked,
     )
 
 

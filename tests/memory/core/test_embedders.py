@@ -98,6 +98,68 @@ def test_batch_matches_single_and_keeps_order():
     assert cosine(batched[1], singles[0]) < 0.9
 
 
+def _unpadded(embedder, text):
+    """The reference vector: one text, one model run at its exact length, no padding."""
+    rt = embedder._runtime()
+    ids = np.array([rt.tokenizer.encode(text, add_special_tokens=True).ids], dtype=np.int64)
+    feed = {"input_ids": ids}
+    if "attention_mask" in rt.input_names:
+        feed["attention_mask"] = np.ones_like(ids)
+    if "token_type_ids" in rt.input_names:
+        feed["token_type_ids"] = np.zeros_like(ids)
+    (hidden,) = rt.session.run([rt.output_name], feed)
+    vec = hidden[0] if rt.pooled else hidden[0].mean(axis=0)
+    return vec / np.linalg.norm(vec)
+
+
+def _varied_texts(n=60):
+    words = "the deploy failed because the pinned wheel for numpy was built for another glibc"
+    words = words.split()
+    # 1 to ~250 tokens, shuffled so runs mix lengths as real batches do.
+    lengths = [1 + (i * 37) % 240 for i in range(n)]
+    return [" ".join(words[(i + j) % len(words)] for j in range(k)) for i, k in enumerate(lengths)]
+
+
+def test_bucketed_runs_match_unpadded_single_texts(local):
+    """Issue 17: runs padded to widths of 16 within a token budget give the vectors
+    each text gets alone at its own length (cosine >= 0.9999)."""
+    texts = _varied_texts()
+    for text, vec in zip(texts, local.embed(texts), strict=True):
+        assert cosine(vec, _unpadded(local, text)) >= 0.9999, text[:60]
+
+
+def test_runs_stay_within_the_token_budget_and_few_shapes():
+    lengths = [1 + (i * 37) % 256 for i in range(500)]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    chunks = embedders._chunks(order, lengths, 32)
+    assert sorted(i for chunk in chunks for i in chunk) == list(range(500))
+    widths = set()
+    for chunk in chunks:
+        width = embedders._padded_width(max(lengths[i] for i in chunk))
+        widths.add(width)
+        assert len(chunk) <= 32
+        assert len(chunk) * width <= embedders.RUN_TOKEN_BUDGET
+        assert width % embedders.WIDTH_STEP == 0 or width == embedders.MAX_TOKENS
+    assert len(widths) <= embedders.MAX_TOKENS // embedders.WIDTH_STEP
+
+
+def test_concurrent_embeds_share_one_run_at_a_time(local):
+    texts = _varied_texts(24)
+    expected = local.embed(texts)
+    results = [None] * 4
+
+    def work(slot):
+        results[slot] = local.embed(texts)
+
+    threads = [threading.Thread(target=work, args=(slot,)) for slot in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got in results:
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
 def test_long_text_is_truncated(local):
     words = " ".join(f"word{i % 97} token{i % 13}" for i in range(2500))  # 5,000 words
     assert len(words.split()) == 5000

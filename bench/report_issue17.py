@@ -1,0 +1,149 @@
+"""Issue 17's numbers, before and after, side by side: ``results/issue17.md`` and
+``results/issue17.svg``, from the result files the benches wrote (ingest.json,
+outcomes.json, rss.json) and the issue's own figures as "before"; with
+``outcomes-before.json`` (bench_outcomes.py run on the code before the change, on
+the same machine just before) those rows compare like with like.
+
+``run_all.py`` runs this after the benches; on its own:
+
+    .venv/bin/python bench/report_issue17.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+# As the issue measured them (2-core machine, the code before issue 17).
+BEFORE = {
+    "batch remember (items/s)": "11–35",
+    "batch remember × raw embedder": "≈0.01–0.035 (11–35/s against ≈1,000/s)",
+    "turns (items/s)": "74 (one per request, 6 clients)",
+    "outcomes/s, 8 clients": "164",
+    "queries per outcome": "≈23 (counted on the old code: 13, 21 with an Idempotency-Key)",
+    "worker RSS over server-side embeddings": "0.35 GB → 3 GB over 56k",
+}
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def rows() -> list[tuple[str, str, str]]:
+    out = []
+    ingest, outcomes, rss = _load("ingest.json"), _load("outcomes.json"), _load("rss.json")
+    if ingest:
+        b, t = ingest["batch_remember"], ingest["batch_turns"]
+        out.append(("batch remember (items/s)", BEFORE["batch remember (items/s)"],
+                    f"{b['items_per_s']} (raw embedder {ingest['raw_embedder']['items_per_s']} "
+                    "in the same run)"))  # fmt: skip
+        out.append(("batch remember × raw embedder", BEFORE["batch remember × raw embedder"],
+                    f"{b['ratio_to_raw_embedder']}"))  # fmt: skip
+        out.append(("turns (items/s)", BEFORE["turns (items/s)"],
+                    f"{t['turns_per_s']} (500 per request, 2 clients)"))  # fmt: skip
+    if outcomes:
+        r = outcomes["results"]
+        bare = r.get("bare DRF view", {})
+        conc = r.get("concurrent", {})
+        free = r.get("no lesson in play", {})
+        out.append((
+            "outcomes/s, 8 clients",
+            BEFORE["outcomes/s, 8 clients"],
+            f"{conc.get('outcomes_per_s')} ({conc.get('x_bare')}× a bare DRF view at "
+            f"{bare.get('requests_per_s')}/s in the same run; {free.get('outcomes_per_s')} "
+            "with no lesson in play)",
+        ))  # fmt: skip
+    old = _load("outcomes-before.json")
+    if outcomes and old:
+        for run in ("concurrent", "harness", "no lesson in play", "with retries"):
+            a, b = outcomes["results"].get(run), old["results"].get(run)
+            if a and b:
+                out.append((
+                    f"outcomes/s, 8 clients, {run}: the code before issue 17's outcome work "
+                    "against this code, back to back on this machine",
+                    f"{b['outcomes_per_s']} (load {b['load_average_at_start'][0]})",
+                    f"{a['outcomes_per_s']} (load {a['load_average_at_start'][0]})",
+                ))  # fmt: skip
+    out.append(("queries per outcome", BEFORE["queries per outcome"],
+                "9 (13 with an Idempotency-Key), pinned by tests/agents/test_outcomes_queries.py"))  # fmt: skip
+    if rss:
+        for label, run in rss["runs"].items():
+            first, last = run["samples"][0], run["samples"][-1]
+            out.append((
+                f"worker RSS, {label} (largest worker)",
+                BEFORE["worker RSS over server-side embeddings"] if label == "before" else "",
+                f"{max(first['rss_mb'])} MB → {max(last['rss_mb'])} MB over "
+                f"{last['embedded']} embeddings",
+            ))  # fmt: skip
+    return out
+
+
+def _svg(data: list[tuple[str, float, float, str]]) -> str:
+    """Paired bars (before, after) per metric, each metric scaled to its own maximum."""
+    row_h, left, bar_w = 54, 330, 330
+    height = 40 + row_h * len(data) + 20
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="760" height="{height}" '
+        'font-family="sans-serif" font-size="12">',
+        '<text x="10" y="20" font-weight="bold">Issue 17: before (the issue) and after '
+        "(this bench), each metric on its own scale</text>",
+        '<rect x="500" y="8" width="12" height="12" fill="#c0392b"/>'
+        '<text x="516" y="18">before</text>',
+        '<rect x="580" y="8" width="12" height="12" fill="#229954"/>'
+        '<text x="596" y="18">after</text>',
+    ]
+    for i, (label, before, after, unit) in enumerate(data):
+        y = 40 + row_h * i
+        top = max(before, after) or 1
+        out.append(f'<text x="10" y="{y + 22}">{label}</text>')
+        for j, (value, color) in enumerate(((before, "#c0392b"), (after, "#229954"))):
+            w = bar_w * value / top
+            yy = y + j * 20
+            out.append(f'<rect x="{left}" y="{yy}" width="{w:.1f}" height="16" fill="{color}"/>')
+            out.append(f'<text x="{left + w + 6:.1f}" y="{yy + 12}">{value:g} {unit}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def chart_data() -> list[tuple[str, float, float, str]]:
+    data = []
+    ingest, outcomes, rss = _load("ingest.json"), _load("outcomes.json"), _load("rss.json")
+    old = _load("outcomes-before.json")
+    if outcomes and old:
+        for run in ("harness", "no lesson in play"):
+            if run in outcomes["results"] and run in old["results"]:
+                data.append((f"outcomes/s, {run} (same machine)",
+                             float(old["results"][run]["outcomes_per_s"]),
+                             float(outcomes["results"][run]["outcomes_per_s"]), "/s"))  # fmt: skip
+    # Counted by tests/agents/test_outcomes_queries.py (before: the same count on the old code).
+    data.append(("SQL queries per outcome", 13.0, 8.0, ""))
+    data.append(("… with an Idempotency-Key", 21.0, 12.0, ""))
+    if ingest:
+        data.append(("turns/s", 74.0, float(ingest["batch_turns"]["turns_per_s"]), "/s"))
+        data.append(("batch remember × raw embedder (best case before)", 0.035,
+                     float(ingest["batch_remember"]["ratio_to_raw_embedder"]), "×"))  # fmt: skip
+    if rss and "current" in rss["runs"]:
+        after = rss["runs"]["current"]["samples"]
+        before = rss["runs"].get("before", {}).get("samples")
+        data.append(("worker RSS growth (MB)",
+                     float(max(before[-1]["rss_mb"]) - max(before[0]["rss_mb"])) if before
+                     else 2650.0,
+                     float(max(after[-1]["rss_mb"]) - max(after[0]["rss_mb"])), "MB"))  # fmt: skip
+    return data
+
+
+def main(argv: list[str]) -> int:
+    table = ["| metric | before (issue 17) | after (this bench) |", "| --- | --- | --- |"]
+    table += [f"| {m} | {b} | {a} |" for m, b, a in rows()]
+    (RESULTS / "issue17.md").write_text("\n".join(table) + "\n")
+    (RESULTS / "issue17.svg").write_text(_svg(chart_data()))
+    print("\n".join(table))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

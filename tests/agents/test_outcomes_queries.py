@@ -1,0 +1,86 @@
+"""POST /api/v1/outcomes/ runs a fixed, small number of SQL queries (issue 17).
+
+Counted in a test transaction, so the request's own transaction shows as a
+SAVEPOINT / RELEASE pair (BEGIN / COMMIT in production). The token's last-used
+write (at most once a minute per token) is kept out by a first post.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories.lessons import LessonFactory, check, outcome_payload, step
+
+URL = "/api/v1/outcomes/"
+
+
+def _body(lesson, outcome_id):
+    return outcome_payload(
+        outcome_id=outcome_id,
+        approach=[step("edit:cart.py", "cart.py", "ok", 1, True), step("pytest", "tests", "ok", 2)],
+        checks=[check(2, 0)],
+        claim_ok=True,
+        in_play=[{"type": "lesson", "id": lesson.pk}],
+    )
+
+
+@pytest.fixture
+def lesson(harness):
+    return LessonFactory(workspace=harness.agent.workspace, operation_key="pytest", state="active")
+
+
+def _warm(client, lesson):
+    assert client.post(URL, _body(lesson, "warm"), format="json").status_code == 201
+
+
+def test_a_harness_outcome_confirming_a_lesson_is_nine_queries(
+    harness, lesson, django_assert_num_queries
+):
+    _warm(harness, lesson)
+    # 1 the token (looked up once, shared by the write guard and the authentication)
+    # 2 SAVEPOINT (BEGIN)
+    # 3 INSERT the outcome (a retry loses here, on (agent, outcome_id))
+    # 4 SELECT: has the project a name yet? (named after its remote if not; issue 16)
+    # 5 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
+    #   the same lesson" (the promotion check) as a column
+    # 6 INSERT ... ON CONFLICT DO NOTHING the lesson's evidence link
+    # 7 UPDATE the lesson's confidence and INSERT its ledger row, in one statement
+    # 8 UPDATE the outcome's stored response (its id is in it)
+    # 9 RELEASE SAVEPOINT (COMMIT)
+    with django_assert_num_queries(9):
+        response = harness.post(URL, _body(lesson, "one"), format="json")
+    assert response.status_code == 201
+    assert response.json()["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
+
+
+def test_an_agent_token_outcome_is_eight_queries(api, harness, lesson, django_assert_num_queries):
+    _warm(api, lesson)
+    # token; SAVEPOINT; INSERT outcome; SELECT the project's name; SELECT ... FOR
+    # UPDATE in-play lessons; UPDATE the lesson's recency (self_report); UPDATE the
+    # response; RELEASE
+    with django_assert_num_queries(8):
+        response = api.post(URL, _body(lesson, "one"), format="json")
+    assert response.status_code == 201
+    assert response.json()["confirmed"] == []
+
+
+def test_an_idempotency_key_adds_four_queries(harness, lesson, django_assert_num_queries):
+    _warm(harness, lesson)
+    # the nine above, and: pg_advisory_lock on (agent, key); SELECT the stored
+    # response; INSERT ... ON CONFLICT DO NOTHING the response; pg_advisory_unlock
+    with django_assert_num_queries(13):
+        response = harness.post(
+            URL, _body(lesson, "one"), format="json", HTTP_IDEMPOTENCY_KEY="key-1"
+        )
+    assert response.status_code == 201
+
+
+def test_a_retry_answers_the_stored_body_in_six_queries(harness, lesson, django_assert_num_queries):
+    _warm(harness, lesson)
+    first = harness.post(URL, _body(lesson, "one"), format="json")
+    # token; SAVEPOINT; INSERT (unique violation); ROLLBACK TO SAVEPOINT and RELEASE
+    # (ROLLBACK); SELECT the stored body. Nothing is applied twice.
+    with django_assert_num_queries(6):
+        again = harness.post(URL, _body(lesson, "one"), format="json")
+    assert again.status_code == 200
+    assert again.json() == first.json()
