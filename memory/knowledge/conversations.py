@@ -30,6 +30,7 @@ from memory.core.validation import (
     check_text,
     prefix_fields,
 )
+from memory.knowledge.turn_text import turn_embedding_text
 from memory.knowledge.validation import DEFAULT_CONFIDENCE
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -81,6 +82,44 @@ def _check_turn(
     return role, content, context, turn_index, at
 
 
+def _previous_content(
+    *, workspace: Workspace, session_id: str, turn_index: int
+) -> str | None:
+    """The text of the latest turn of the session before ``turn_index`` (one indexed read)."""
+    return (
+        ConversationTurn.objects.filter(
+            workspace=workspace, session_id=session_id, turn_index__lt=turn_index
+        )
+        .order_by("-turn_index", "-id")
+        .values_list("content", flat=True)
+        .first()
+    )
+
+
+def vector_text(vector) -> str | None:
+    """pgvector's text form of a vector (None stays None)."""
+    if vector is None:
+        return None
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def turns_embed(rows: list[tuple[str, str, datetime | None, str | None]]) -> list | None:
+    """Embed turns (content, role, at, previous content) in one embedder call.
+
+    None when the embedder fails: the turns are stored without vectors and the
+    embed_backfill job gives them one later, so an embedder outage never loses a turn.
+    """
+    texts = [
+        turn_embedding_text(content=content, role=role, at=at, previous=previous)
+        for content, role, at, previous in rows
+    ]
+    try:
+        return get_embedder().embed(texts)
+    except EmbeddingError:
+        logger.exception("embedding %d turns failed; stored without vectors", len(texts))
+        return None
+
+
 def turn_store(
     *,
     workspace: Workspace,
@@ -115,10 +154,18 @@ def turn_store(
         "turn_index": turn_index,
         "role": role,
     }
+    previous = _previous_content(workspace=workspace, session_id=session_id, turn_index=turn_index)
+    vectors = turns_embed([(content, role, at, previous)])
     try:
         with transaction.atomic():
             turn = ConversationTurn.objects.create(
-                **key, content=content, context=context, created_at=at, channel=channel
+                **key,
+                content=content,
+                context=context,
+                created_at=at,
+                channel=channel,
+                embedding=vectors[0] if vectors else None,
+                embedding_model=get_embedder().model_id if vectors else "",
             )
         return TurnResult(recorded=True, turn=turn, created=True)
     except IntegrityError:
@@ -146,12 +193,13 @@ class TurnBatchResult:
 _TURNS_INSERT_SQL = """
     INSERT INTO memory_conversationturn
         (workspace_id, agent_id, session_id, role, turn_index, content, context, created_at,
-         channel)
+         channel, embedding, embedding_model)
     SELECT %(workspace_id)s, %(agent_id)s, %(session_id)s, t.role, t.turn_index, t.content,
-           t.context, t.created_at, %(channel)s
+           t.context, t.created_at, %(channel)s, t.embedding::vector,
+           CASE WHEN t.embedding IS NULL THEN '' ELSE %(embedding_model)s END
     FROM unnest(%(roles)s::text[], %(indexes)s::int[], %(contents)s::text[],
-                %(contexts)s::text[], %(ats)s::timestamptz[])
-         AS t(role, turn_index, content, context, created_at)
+                %(contexts)s::text[], %(ats)s::timestamptz[], %(embeddings)s::text[])
+         AS t(role, turn_index, content, context, created_at, embedding)
     ON CONFLICT ON CONSTRAINT turn_unique_per_session DO NOTHING
     RETURNING id, turn_index, role
 """
@@ -210,11 +258,24 @@ def turns_store_many(
         seen[key] = (index, row[1])
         checked.append(row)
         origin.append(index)
+    # One embedder call for the batch, outside the transaction; each turn in the
+    # context of the one before it (the batch's own, or the stored one before the batch).
+    by_index = sorted(checked, key=lambda r: (r[3], r[0]))
+    previous: dict[int, str | None] = {}
+    last = _previous_content(workspace=workspace, session_id=session_id, turn_index=by_index[0][3])
+    for _role, content, _context, turn_index, _at in by_index:
+        previous.setdefault(turn_index, last)
+        last = content
+    vectors = turns_embed([(r[1], r[0], r[4], previous[r[3]]) for r in checked])
     params = {
         "workspace_id": workspace.pk,
         "agent_id": agent.pk if agent is not None else None,
         "session_id": session_id,
         "channel": str(channel),
+        "embedding_model": get_embedder().model_id if vectors else "",
+        "embeddings": [
+            vector_text(v) for v in (vectors if vectors else [None] * len(checked))
+        ],
         "roles": [r[0] for r in checked],
         "contents": [r[1] for r in checked],
         "contexts": [r[2] for r in checked],
