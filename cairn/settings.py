@@ -370,7 +370,7 @@ CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "previous")
 CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")
 # Fusion of the two lists: rrf (weighted reciprocal rank, K = CAIRN_RECALL_RRF_K) or
 # score (each list's scores scaled to 0..1 over its candidates, then weighted).
-CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "rrf")
+CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")
 CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.5)
 CAIRN_TURN_TEXT_WEIGHT = envfloat("CAIRN_TURN_TEXT_WEIGHT", 0.5)
 # Vector-only candidates need at least this cosine similarity to the query.
@@ -379,6 +379,12 @@ CAIRN_TURN_BM25_K1 = 1.2
 CAIRN_TURN_BM25_B = 0.75
 # Document counts for idf stop at this many rows (a word in more rows carries little).
 CAIRN_TURN_BM25_DF_CAP = envint("CAIRN_TURN_BM25_DF_CAP", 5000)
+# The turn right after a full-text match (its reply) gets this share of the match's
+# BM25 score: "what did Caroline research?" matches Mel's question, the answer follows.
+CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.5)
+# A turn's relevance gains this share of the other candidates' of its session
+# (a session that answers the query in several turns lifts each of them).
+CAIRN_TURN_SESSION_BOOST = envfloat("CAIRN_TURN_SESSION_BOOST", 0.0)
 # group=session: a session's score is its best turn's plus this share of the next ones'.
 CAIRN_TURN_SESSION_SECOND_WEIGHT = envfloat("CAIRN_TURN_SESSION_SECOND_WEIGHT", 0.3)
 # Optional reranker: an OpenAI-compatible POST {URL}/rerank ({model, query, documents,

@@ -82,9 +82,7 @@ def _check_turn(
     return role, content, context, turn_index, at
 
 
-def _previous_content(
-    *, workspace: Workspace, session_id: str, turn_index: int
-) -> str | None:
+def _previous_content(*, workspace: Workspace, session_id: str, turn_index: int) -> str | None:
     """The text of the latest turn of the session before ``turn_index`` (one indexed read)."""
     return (
         ConversationTurn.objects.filter(
@@ -273,9 +271,7 @@ def turns_store_many(
         "session_id": session_id,
         "channel": str(channel),
         "embedding_model": get_embedder().model_id if vectors else "",
-        "embeddings": [
-            vector_text(v) for v in (vectors if vectors else [None] * len(checked))
-        ],
+        "embeddings": [vector_text(v) for v in (vectors if vectors else [None] * len(checked))],
         "roles": [r[0] for r in checked],
         "contents": [r[1] for r in checked],
         "contexts": [r[2] for r in checked],

@@ -99,7 +99,9 @@ def turn_filters_sql(
         params["session_id"] = session_id
     if context is not None:
         clauses.append(
-            "t.context IN (%(context)s, 'global')" if context_or_global else "t.context = %(context)s"
+            "t.context IN (%(context)s, 'global')"
+            if context_or_global
+            else "t.context = %(context)s"
         )
         params["context"] = context
     if role is not None:
@@ -128,13 +130,11 @@ def split_query(q: str) -> tuple[str, list[str]]:
 _TERMS = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
 
 
-def _text_sql(where: str, scoring: str) -> str:
+def _text_sql(where: str, scoring: str, reply_credit: bool) -> str:
     if scoring == "ts_rank_cd":
-        scored = """
-            SELECT m.id, ts_rank_cd(m.sv, (SELECT q FROM tsq))::float8 AS s
-            FROM m ORDER BY s DESC, m.id LIMIT %(n)s"""
+        base = "SELECT m.id, ts_rank_cd(m.sv, (SELECT q FROM tsq))::float8 AS s FROM m"
     else:
-        scored = """
+        base = """
             SELECT m.id, sum(
                 df.idf * (f.tf * (%(k1)s + 1))
                 / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * length(m.sv) / al.avgdl))
@@ -146,9 +146,22 @@ def _text_sql(where: str, scoring: str) -> str:
             CROSS JOIN LATERAL (
                 SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf
             ) f
-            GROUP BY m.id
-            ORDER BY s DESC, m.id
-            LIMIT %(n)s"""
+            GROUP BY m.id"""
+    if reply_credit:
+        # The turn right after a match (its reply) gets a share of the match's score.
+        scored = f"""
+            SELECT id, sum(s) AS s FROM (
+                SELECT id, s FROM sc
+                UNION ALL
+                SELECT t.id, %(reply_credit)s * sc.s
+                FROM sc
+                JOIN memory_conversationturn cur ON cur.id = sc.id
+                JOIN memory_conversationturn t ON t.workspace_id = cur.workspace_id
+                     AND t.session_id = cur.session_id AND t.turn_index = cur.turn_index + 1
+                WHERE {where}
+            ) u GROUP BY id"""
+    else:
+        scored = "SELECT id, s FROM sc"
     return f"""
     m AS MATERIALIZED (
         SELECT t.id, t.search_vector AS sv FROM memory_conversationturn t
@@ -172,12 +185,23 @@ def _text_sql(where: str, scoring: str) -> str:
             ) c
         ) d
     ),
+    sc AS MATERIALIZED ({base}),
     txt AS MATERIALIZED (
-        SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS rank FROM ({scored}) x
+        SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS rank FROM (
+            {scored} ORDER BY s DESC, id LIMIT %(n)s
+        ) x
     ),"""
 
 
-def turn_search_sql(*, where: str, use_vector: bool, use_text: bool, scoring: str, fusion: str):
+def turn_search_sql(
+    *,
+    where: str,
+    use_vector: bool,
+    use_text: bool,
+    scoring: str,
+    fusion: str,
+    reply_credit: bool = False,
+):
     """The fused statement (see the module docstring)."""
     parts = [
         "WITH tsq AS MATERIALIZED (SELECT (SELECT coalesce(string_agg(quote_literal(lx), ' | '), "
@@ -209,7 +233,7 @@ def turn_search_sql(*, where: str, use_vector: bool, use_text: bool, scoring: st
             "WHERE false),"
         )
     if use_text:
-        parts.append(_text_sql(where, scoring))
+        parts.append(_text_sql(where, scoring, reply_credit))
     else:
         parts.append(
             "m AS (SELECT NULL::bigint AS id WHERE false),"
@@ -234,12 +258,18 @@ def turn_search_sql(*, where: str, use_vector: bool, use_text: bool, scoring: st
         LEFT JOIN vec ON vec.id = c.id
         LEFT JOIN txt ON txt.id = c.id
     )
-    SELECT t.id, t.session_id, t.role, t.turn_index, t.context, t.created_at, t.content,
-           f.vector_rank, f.text_rank, f.relevance::float8,
-           (SELECT count(*) FROM m)
-             + (SELECT count(*) FROM vec WHERE vec.id NOT IN (SELECT id FROM m)) AS total
-    FROM fused f JOIN memory_conversationturn t ON t.id = f.id
-    ORDER BY f.relevance DESC, t.created_at DESC, t.id DESC
+    SELECT * FROM (
+        SELECT t.id, t.session_id, t.role, t.turn_index, t.context, t.created_at, t.content,
+               f.vector_rank, f.text_rank,
+               (f.relevance + %(session_boost)s * (
+                    sum(f.relevance) OVER (PARTITION BY t.session_id) - f.relevance))::float8
+                 AS relevance,
+               (SELECT count(*) FROM m)
+                 + (SELECT count(*) FROM fused WHERE fused.id NOT IN (SELECT id FROM m))
+                 AS total
+        FROM fused f JOIN memory_conversationturn t ON t.id = f.id
+    ) r
+    ORDER BY r.relevance DESC, r.created_at DESC, r.id DESC
     LIMIT %(top_k)s""")
     return "\n".join(parts)
 
@@ -288,8 +318,14 @@ def turn_search(
     use_text = w_text > 0 and bool(words.strip())
     if not (use_vector or use_text):
         return TurnSearchResult(hits=[], count=0)
+    reply_credit = float(tuning.get("reply_credit", settings.CAIRN_TURN_REPLY_CREDIT))
     sql = turn_search_sql(
-        where=where, use_vector=use_vector, use_text=use_text, scoring=scoring, fusion=fusion
+        where=where,
+        use_vector=use_vector,
+        use_text=use_text,
+        scoring=scoring,
+        fusion=fusion,
+        reply_credit=reply_credit > 0,
     )
     rrf_k = int(settings.CAIRN_RECALL_RRF_K)
     params.update(
@@ -309,6 +345,10 @@ def turn_search(
             "df_cap": int(settings.CAIRN_TURN_BM25_DF_CAP),
             "k1": float(settings.CAIRN_TURN_BM25_K1),
             "b": float(settings.CAIRN_TURN_BM25_B),
+            "reply_credit": reply_credit,
+            "session_boost": float(
+                tuning.get("session_boost", settings.CAIRN_TURN_SESSION_BOOST)
+            ),
             "min_sim": float(
                 tuning.get("min_similarity", settings.CAIRN_TURN_VECTOR_MIN_SIMILARITY)
             ),
@@ -424,7 +464,7 @@ def conversation_search(
     )
     words, _excluded = split_query(q)
     try:
-        vector = get_embedder().embed_one(words or q)
+        vector = get_embedder().embed_one(_NEGATED.sub(" ", q).strip() or q)
     except EmbeddingError:
         logger.exception("query embedding failed; conversation search uses full text only")
         vector = None
@@ -432,9 +472,7 @@ def conversation_search(
         depth = min(max((offset + limit) * 10, 50), SESSION_GROUP_TURNS_MAX)
     else:
         depth = offset + limit
-    found = turn_search(
-        workspace=workspace, query=q, query_embedding=vector, top_k=depth, **scope
-    )
+    found = turn_search(workspace=workspace, query=q, query_embedding=vector, top_k=depth, **scope)
     sessions = None
     if group == "session":
         grouped = turns_group_sessions(found.hits)
@@ -470,9 +508,7 @@ def _attach_snippets(hits: list[TurnHit], query: SearchQuery) -> None:
         return
     snippets = dict(
         ConversationTurn.objects.filter(pk__in=[h.id for h in hits])
-        .annotate(
-            snippet=SearchHeadline("content", query, config="english", **SNIPPET_OPTIONS)
-        )
+        .annotate(snippet=SearchHeadline("content", query, config="english", **SNIPPET_OPTIONS))
         .values_list("id", "snippet")
     )
     for hit in hits:
