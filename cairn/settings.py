@@ -360,16 +360,12 @@ CAIRN_RECALL_CANDIDATE_MIN = 20
 CAIRN_RECALL_EF_SEARCH = envint("CAIRN_RECALL_EF_SEARCH", 100)
 CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_order")
 CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
-# Conversation turns (conversations/search/, recall with sources=turns|both): the same
-# hybrid machinery over memory_conversationturn (memory/knowledge/turn_search.py),
-# tuned on LoCoMo by bench/bench_recall.py (README "Conversation recall").
-# What a turn's vector is computed from: previous | date | none (memory/knowledge/turn_text.py).
+# Conversation turns: hybrid search (memory/knowledge/turn_search.py), tuned on LoCoMo by
+# bench/bench_recall.py. A turn's vector text: previous | date | none (turn_text.py).
 CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "previous")
-# Full-text scoring of turns: bm25 (idf from per-query document counts, length
-# normalised) or ts_rank_cd (as knowledge recall).
+# Full-text scoring of turns: bm25 (idf from per-query counts) or ts_rank_cd.
 CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")
-# Fusion of the two lists: rrf (weighted reciprocal rank, K = CAIRN_RECALL_RRF_K) or
-# score (each list's scores scaled to 0..1 over its candidates, then weighted).
+# Fusion: rrf (weighted reciprocal rank) or score (each list scaled to 0..1, weighted).
 CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")
 CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.5)
 CAIRN_TURN_TEXT_WEIGHT = envfloat("CAIRN_TURN_TEXT_WEIGHT", 0.5)
@@ -379,17 +375,14 @@ CAIRN_TURN_BM25_K1 = 1.2
 CAIRN_TURN_BM25_B = 0.75
 # Document counts for idf stop at this many rows (a word in more rows carries little).
 CAIRN_TURN_BM25_DF_CAP = envint("CAIRN_TURN_BM25_DF_CAP", 5000)
-# The turn right after a full-text match (its reply) gets this share of the match's
-# BM25 score: "what did Caroline research?" matches Mel's question, the answer follows.
+# The turn right after a full-text match (its reply) gets this share of the match's BM25.
 CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.5)
-# A turn's relevance gains this share of the other candidates' of its session
-# (a session that answers the query in several turns lifts each of them).
+# A turn gains this share of its session's other candidates' relevance (off: lost on LoCoMo).
 CAIRN_TURN_SESSION_BOOST = envfloat("CAIRN_TURN_SESSION_BOOST", 0.0)
 # group=session: a session's score is its best turn's plus this share of the next ones'.
 CAIRN_TURN_SESSION_SECOND_WEIGHT = envfloat("CAIRN_TURN_SESSION_SECOND_WEIGHT", 0.3)
-# Optional reranker: an OpenAI-compatible POST {URL}/rerank ({model, query, documents,
-# top_n} -> {results: [{index, relevance_score}]}) reorders the best fused candidates
-# of turn searches; when it fails, the fused order stands.
+# Optional reranker: OpenAI-compatible POST {URL}/rerank reorders the best fused turns;
+# when it fails, the fused order stands (memory/knowledge/rerank.py).
 CAIRN_RERANK_URL = envstr("CAIRN_RERANK_URL", "")
 CAIRN_RERANK_MODEL = envstr("CAIRN_RERANK_MODEL", "")
 CAIRN_RERANK_API_KEY = os.environ.get("CAIRN_RERANK_API_KEY", "")

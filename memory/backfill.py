@@ -26,9 +26,7 @@ def _knowledge_pending(model_id: str):
 
 
 def _turns_pending(model_id: str):
-    return ConversationTurn.objects.filter(
-        Q(embedding__isnull=True) | ~Q(embedding_model=model_id)
-    )
+    return ConversationTurn.objects.filter(Q(embedding__isnull=True) | ~Q(embedding_model=model_id))
 
 
 def _deltas_pending(model_id: str):

@@ -30,7 +30,7 @@ from memory.core.validation import (
     check_text,
     prefix_fields,
 )
-from memory.knowledge.turn_text import turn_embedding_text
+from memory.knowledge.turn_text import previous_content, turns_embed, vector_text
 from memory.knowledge.validation import DEFAULT_CONFIDENCE
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -82,42 +82,6 @@ def _check_turn(
     return role, content, context, turn_index, at
 
 
-def _previous_content(*, workspace: Workspace, session_id: str, turn_index: int) -> str | None:
-    """The text of the latest turn of the session before ``turn_index`` (one indexed read)."""
-    return (
-        ConversationTurn.objects.filter(
-            workspace=workspace, session_id=session_id, turn_index__lt=turn_index
-        )
-        .order_by("-turn_index", "-id")
-        .values_list("content", flat=True)
-        .first()
-    )
-
-
-def vector_text(vector) -> str | None:
-    """pgvector's text form of a vector (None stays None)."""
-    if vector is None:
-        return None
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
-
-
-def turns_embed(rows: list[tuple[str, str, datetime | None, str | None]]) -> list | None:
-    """Embed turns (content, role, at, previous content) in one embedder call.
-
-    None when the embedder fails: the turns are stored without vectors and the
-    embed_backfill job gives them one later, so an embedder outage never loses a turn.
-    """
-    texts = [
-        turn_embedding_text(content=content, role=role, at=at, previous=previous)
-        for content, role, at, previous in rows
-    ]
-    try:
-        return get_embedder().embed(texts)
-    except EmbeddingError:
-        logger.exception("embedding %d turns failed; stored without vectors", len(texts))
-        return None
-
-
 def turn_store(
     *,
     workspace: Workspace,
@@ -152,7 +116,7 @@ def turn_store(
         "turn_index": turn_index,
         "role": role,
     }
-    previous = _previous_content(workspace=workspace, session_id=session_id, turn_index=turn_index)
+    previous = previous_content(workspace=workspace, session_id=session_id, turn_index=turn_index)
     vectors = turns_embed([(content, role, at, previous)])
     try:
         with transaction.atomic():
@@ -260,7 +224,7 @@ def turns_store_many(
     # context of the one before it (the batch's own, or the stored one before the batch).
     by_index = sorted(checked, key=lambda r: (r[3], r[0]))
     previous: dict[int, str | None] = {}
-    last = _previous_content(workspace=workspace, session_id=session_id, turn_index=by_index[0][3])
+    last = previous_content(workspace=workspace, session_id=session_id, turn_index=by_index[0][3])
     for _role, content, _context, turn_index, _at in by_index:
         previous.setdefault(turn_index, last)
         last = content

@@ -346,9 +346,7 @@ def turn_search(
             "k1": float(settings.CAIRN_TURN_BM25_K1),
             "b": float(settings.CAIRN_TURN_BM25_B),
             "reply_credit": reply_credit,
-            "session_boost": float(
-                tuning.get("session_boost", settings.CAIRN_TURN_SESSION_BOOST)
-            ),
+            "session_boost": float(tuning.get("session_boost", settings.CAIRN_TURN_SESSION_BOOST)),
             "min_sim": float(
                 tuning.get("min_similarity", settings.CAIRN_TURN_VECTOR_MIN_SIMILARITY)
             ),

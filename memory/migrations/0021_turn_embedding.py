@@ -6,24 +6,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0020_merge_0012_rationale_0019_merge_20261201_1623'),
+        ("memory", "0020_merge_0012_rationale_0019_merge_20261201_1623"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conversationturn',
-            name='embedding',
+            model_name="conversationturn",
+            name="embedding",
             field=pgvector.django.vector.VectorField(blank=True, dimensions=384, null=True),
         ),
         migrations.AddField(
-            model_name='conversationturn',
-            name='embedding_model',
-            field=models.CharField(blank=True, default='', max_length=100),
+            model_name="conversationturn",
+            name="embedding_model",
+            field=models.CharField(blank=True, default="", max_length=100),
         ),
         migrations.AddIndex(
-            model_name='conversationturn',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='turn_embedding_hnsw', opclasses=['vector_cosine_ops']),
+            model_name="conversationturn",
+            index=pgvector.django.indexes.HnswIndex(
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="turn_embedding_hnsw",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
     ]

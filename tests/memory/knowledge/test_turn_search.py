@@ -13,7 +13,7 @@ import pytest
 from memory.backfill import embed_backfill_pending, embed_backfill_run
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
-from memory.knowledge import conversations as conversation_services
+from memory.knowledge import turn_text
 from memory.knowledge.turn_text import turn_embedding_text
 from memory.models import ConversationTurn
 
@@ -87,7 +87,7 @@ class _Broken:
 
 
 def test_an_embedder_failure_keeps_the_turn_and_the_backfill_embeds_it(api, monkeypatch):
-    monkeypatch.setattr(conversation_services, "get_embedder", lambda: _Broken())
+    monkeypatch.setattr(turn_text, "get_embedder", lambda: _Broken())
     ids = _store(api, "s2", ["I moved to Lisbon in March.", "How is the weather?"])
     response = api.post(
         "/api/v1/sessions/s2/turns/",
