@@ -46,6 +46,7 @@ from memory.models import ConversationTurn, Workspace
 logger = logging.getLogger(__name__)
 
 NEIGHBOURS_MAX = 3
+CANDIDATES_MAX = 1000
 _NEGATED = re.compile(r"(?:^|\s)-(\w+)")
 
 
@@ -301,9 +302,13 @@ def turn_search(
     fusion = tuning.get("fusion", settings.CAIRN_TURN_FUSION)
     rerank_url = settings.CAIRN_RERANK_URL if rerank else ""
     fetch = max(top_k, settings.CAIRN_RERANK_CANDIDATES) if rerank_url else top_k
-    n = tuning.get("candidates") or max(
-        fetch * settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_RECALL_CANDIDATE_MIN
+    # Each list holds at most CANDIDATES_MAX rows (HNSW's ef_search tops out at 1000):
+    # a page deeper than the ranked window is empty.
+    n = tuning.get("candidates") or min(
+        max(fetch * settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_RECALL_CANDIDATE_MIN),
+        CANDIDATES_MAX,
     )
+    fetch = min(fetch, 2 * CANDIDATES_MAX)
     where, params = turn_filters_sql(
         workspace_id=workspace.pk,
         session_id=session_id,
@@ -365,15 +370,17 @@ def turn_search(
 
 
 def _reranked(query: str, hits: list[TurnHit]) -> list[TurnHit]:
-    scores = rerank_scores(query, [h.content for h in hits])
+    """The first CAIRN_RERANK_CANDIDATES hits in the reranker's order, then the rest."""
+    head, tail = hits[: settings.CAIRN_RERANK_CANDIDATES], hits[settings.CAIRN_RERANK_CANDIDATES :]
+    scores = rerank_scores(query, [h.content for h in head])
     if scores is None:
         return hits  # the reranker failed: the fused order stands
-    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
+    order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
     out = []
     for i in order:
-        hits[i].reranked = True
-        out.append(hits[i])
-    return out
+        head[i].reranked = True
+        out.append(head[i])
+    return out + tail
 
 
 def turns_attach_neighbours(*, workspace: Workspace, hits: list[TurnHit], neighbours: int) -> None:
