@@ -45,16 +45,26 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 DEFAULT = {
     "CAIRN_TURN_TEXT_SCORING": "bm25",
     "CAIRN_TURN_FUSION": "score",
-    "CAIRN_TURN_VECTOR_WEIGHT": 0.5,
-    "CAIRN_TURN_TEXT_WEIGHT": 0.5,
-    "CAIRN_TURN_REPLY_CREDIT": 0.5,
+    "CAIRN_TURN_VECTOR_WEIGHT": 0.4,
+    "CAIRN_TURN_TEXT_WEIGHT": 0.6,
+    "CAIRN_TURN_CANDIDATE_MIN": 50,
+    "CAIRN_TURN_REPLY_CREDIT": 0.0,
+    "CAIRN_TURN_TIME_BOOST": 0.4,
+    "CAIRN_TURN_ENTITY_BOOST": 0.2,
 }
 ALL_ENDPOINTS = ("conversations", "sessions", "recall")
 
 
 def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
     """(name, what a turn's vector is computed from, settings, endpoints asked)."""
-    plain = {"CAIRN_TURN_REPLY_CREDIT": 0.0}
+    # The first generation: 0.5/0.5, 20 candidates per list, no boosts.
+    plain = {
+        "CAIRN_TURN_VECTOR_WEIGHT": 0.5,
+        "CAIRN_TURN_TEXT_WEIGHT": 0.5,
+        "CAIRN_TURN_CANDIDATE_MIN": 20,
+        "CAIRN_TURN_TIME_BOOST": 0.0,
+        "CAIRN_TURN_ENTITY_BOOST": 0.0,
+    }
     search = ("conversations",)
     rows = [
         ("vector only, turn text", "none", {**plain, "CAIRN_TURN_TEXT_WEIGHT": 0.0}, search),
@@ -79,25 +89,32 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
             ALL_ENDPOINTS,
         ),
         ("score 0.5/0.5 BM25, turn text", "none", plain, search),
-        ("score 0.5/0.5 BM25, date", "date", plain, search),
         ("RRF 0.5/0.5 BM25, contextual", "previous", {**plain, "CAIRN_TURN_FUSION": "rrf"}, search),
-        ("score 0.5/0.5 BM25, contextual", "previous", plain, ALL_ENDPOINTS),
-        ("score 0.5/0.5 BM25, contextual, reply credit 0.5", "previous", {}, ALL_ENDPOINTS),
+        ("score 0.5/0.5 BM25, contextual", "previous", plain, search),
         (
-            "score 0.7/0.3 BM25, contextual, reply credit 0.5",
+            "score 0.5/0.5 BM25, contextual, reply credit 0.5",
             "previous",
-            {"CAIRN_TURN_VECTOR_WEIGHT": 0.7, "CAIRN_TURN_TEXT_WEIGHT": 0.3},
+            {**plain, "CAIRN_TURN_REPLY_CREDIT": 0.5},
             search,
         ),
         (
-            "score 0.3/0.7 BM25, contextual, reply credit 0.5",
+            "score 0.4/0.6 BM25, contextual, 50 candidates",
             "previous",
-            {"CAIRN_TURN_VECTOR_WEIGHT": 0.3, "CAIRN_TURN_TEXT_WEIGHT": 0.7},
+            {"CAIRN_TURN_TIME_BOOST": 0.0, "CAIRN_TURN_ENTITY_BOOST": 0.0},
             search,
         ),
+        (
+            "… + time boost 0.4",
+            "previous",
+            {"CAIRN_TURN_ENTITY_BOOST": 0.0},
+            search,
+        ),
+        ("… + entity/number boost 0.2 (all of the above)", "previous", {}, ALL_ENDPOINTS),
+        ("… + reply credit 0.5", "previous", {"CAIRN_TURN_REPLY_CREDIT": 0.5}, search),
+        ("all of the above, turn text (no context in the vector)", "none", {}, search),
     ]
     if quick:
-        keep = {0, 3, 5, 8, 9}
+        keep = {0, 3, 5, 11}
         rows = [r for i, r in enumerate(rows) if i in keep]
     return rows
 

@@ -367,22 +367,22 @@ CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "previous")
 CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")
 # Fusion: rrf (weighted reciprocal rank) or score (each list scaled to 0..1, weighted).
 CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")
-CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.5)
-CAIRN_TURN_TEXT_WEIGHT = envfloat("CAIRN_TURN_TEXT_WEIGHT", 0.5)
-# Vector-only candidates need at least this cosine similarity to the query.
-CAIRN_TURN_VECTOR_MIN_SIMILARITY = envfloat("CAIRN_TURN_VECTOR_MIN_SIMILARITY", 0.2)
-CAIRN_TURN_BM25_K1 = 1.2
-CAIRN_TURN_BM25_B = 0.75
-# Document counts for idf stop at this many rows (a word in more rows carries little).
+CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.4)
+CAIRN_TURN_TEXT_WEIGHT = envfloat("CAIRN_TURN_TEXT_WEIGHT", 0.6)
+CAIRN_TURN_CANDIDATE_MIN = envint("CAIRN_TURN_CANDIDATE_MIN", 50)  # per list, before fusion
+CAIRN_TURN_VECTOR_MIN_SIMILARITY = envfloat("CAIRN_TURN_VECTOR_MIN_SIMILARITY", 0.2)  # vector-only
+CAIRN_TURN_BM25_K1, CAIRN_TURN_BM25_B = 1.2, 0.75
 CAIRN_TURN_BM25_DF_CAP = envint("CAIRN_TURN_BM25_DF_CAP", 5000)
 # The turn right after a full-text match (its reply) gets this share of the match's BM25.
-CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.5)
+CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.0)
+# A turn said within the period the query names ("in May 2023", "last week") gains this.
+CAIRN_TURN_TIME_BOOST = envfloat("CAIRN_TURN_TIME_BOOST", 0.4)
+CAIRN_TURN_ENTITY_BOOST = envfloat("CAIRN_TURN_ENTITY_BOOST", 0.2)  # names, numbers found
 # A turn gains this share of its session's other candidates' relevance (off: lost on LoCoMo).
 CAIRN_TURN_SESSION_BOOST = envfloat("CAIRN_TURN_SESSION_BOOST", 0.0)
-# group=session: a session's score is its best turn's plus this share of the next ones'.
+# group=session: a session scores its best turn plus this share of its second best.
 CAIRN_TURN_SESSION_SECOND_WEIGHT = envfloat("CAIRN_TURN_SESSION_SECOND_WEIGHT", 0.3)
-# Optional reranker: OpenAI-compatible POST {URL}/rerank reorders the best fused turns;
-# when it fails, the fused order stands (memory/knowledge/rerank.py).
+# Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.
 CAIRN_RERANK_URL = envstr("CAIRN_RERANK_URL", "")
 CAIRN_RERANK_MODEL = envstr("CAIRN_RERANK_MODEL", "")
 CAIRN_RERANK_API_KEY = os.environ.get("CAIRN_RERANK_API_KEY", "")

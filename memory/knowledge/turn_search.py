@@ -34,6 +34,7 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db import connection, transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
@@ -41,6 +42,7 @@ from memory.core.text import WORD
 from memory.knowledge.recall import set_vector_search, vector_literal
 from memory.knowledge.rerank import rerank_scores
 from memory.knowledge.selectors import SNIPPET_OPTIONS, Page, any_word_query, page_size
+from memory.knowledge.time_words import TimeWindow, query_time_window
 from memory.models import ConversationTurn, Workspace
 
 logger = logging.getLogger(__name__)
@@ -128,6 +130,25 @@ def split_query(q: str) -> tuple[str, list[str]]:
     return " ".join(words), [w for w in excluded if WORD.fullmatch(w)]
 
 
+_NAME = re.compile(r"^(?:[A-Z][\w'’-]*[a-z][\w'’-]*|[A-Z]{2,}|\d+(?:[.,]\d+)?)$")
+
+
+def query_entities(words: str) -> list[str]:
+    """Names and numbers in the query (lexemes): capitalised words after the first,
+    acronyms, and numbers. Their lexemes, lower-cased as the english config stores them."""
+    tokens = words.split()
+    found = []
+    for i, token in enumerate(tokens):
+        if not _NAME.match(token):
+            continue
+        if i == 0 and not (token.isupper() or token[0].isdigit()):
+            continue  # a sentence's first word is capitalised anyway
+        lexeme = token.casefold()
+        if lexeme not in found:
+            found.append(lexeme)
+    return found
+
+
 _TERMS = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
 
 
@@ -202,6 +223,8 @@ def turn_search_sql(
     scoring: str,
     fusion: str,
     reply_credit: bool = False,
+    time_window: TimeWindow | None = None,
+    entities: bool = False,
 ):
     """The fused statement (see the module docstring)."""
     parts = [
@@ -252,6 +275,24 @@ def turn_search_sql(
     else:
         relevance = """(coalesce(%(w_vec)s / (%(rrf_k)s + vec.rank), 0)
               + coalesce(%(w_text)s / (%(rrf_k)s + txt.rank), 0)) * %(rrf_norm)s"""
+    if time_window is None:
+        time_boost = "0"
+    elif time_window.month is not None:
+        time_boost = (
+            "%(time_boost)s * (extract(month FROM t.created_at AT TIME ZONE 'UTC') "
+            "= %(tw_month)s)::int"
+        )
+    else:
+        time_boost = (
+            "%(time_boost)s * (t.created_at >= %(tw_start)s AND t.created_at < %(tw_end)s)::int"
+        )
+    # Names and numbers of the query found in the turn: a share of the boost each.
+    entity_boost = (
+        "%(entity_boost)s * (SELECT count(*) FROM unnest(%(entities)s::text[]) e "
+        "WHERE t.search_vector @@ plainto_tsquery('english', e))::float8 / %(entity_n)s"
+        if entities
+        else "0"
+    )
     parts.append(f"""
     fused AS (
         SELECT c.id, vec.rank AS vector_rank, txt.rank AS text_rank, {relevance} AS relevance
@@ -263,8 +304,8 @@ def turn_search_sql(
         SELECT t.id, t.session_id, t.role, t.turn_index, t.context, t.created_at, t.content,
                f.vector_rank, f.text_rank,
                (f.relevance + %(session_boost)s * (
-                    sum(f.relevance) OVER (PARTITION BY t.session_id) - f.relevance))::float8
-                 AS relevance,
+                    sum(f.relevance) OVER (PARTITION BY t.session_id) - f.relevance)
+                  + {time_boost} + {entity_boost})::float8 AS relevance,
                (SELECT count(*) FROM m)
                  + (SELECT count(*) FROM fused WHERE fused.id NOT IN (SELECT id FROM m))
                  AS total
@@ -288,6 +329,7 @@ def turn_search(
     time_from: datetime | None = None,
     time_to: datetime | None = None,
     rerank: bool = True,
+    now: datetime | None = None,
     **tuning,
 ) -> TurnSearchResult:
     """The best ``top_k`` turns for ``query``, fused (see the module docstring).
@@ -305,7 +347,7 @@ def turn_search(
     # Each list holds at most CANDIDATES_MAX rows (HNSW's ef_search tops out at 1000):
     # a page deeper than the ranked window is empty.
     n = tuning.get("candidates") or min(
-        max(fetch * settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_RECALL_CANDIDATE_MIN),
+        max(fetch * settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_TURN_CANDIDATE_MIN),
         CANDIDATES_MAX,
     )
     fetch = min(fetch, 2 * CANDIDATES_MAX)
@@ -324,6 +366,10 @@ def turn_search(
     if not (use_vector or use_text):
         return TurnSearchResult(hits=[], count=0)
     reply_credit = float(tuning.get("reply_credit", settings.CAIRN_TURN_REPLY_CREDIT))
+    time_boost = float(tuning.get("time_boost", settings.CAIRN_TURN_TIME_BOOST))
+    window = query_time_window(query, now=now or timezone.now()) if time_boost > 0 else None
+    entity_boost = float(tuning.get("entity_boost", settings.CAIRN_TURN_ENTITY_BOOST))
+    entities = query_entities(words) if entity_boost > 0 else []
     sql = turn_search_sql(
         where=where,
         use_vector=use_vector,
@@ -331,6 +377,8 @@ def turn_search(
         scoring=scoring,
         fusion=fusion,
         reply_credit=reply_credit > 0,
+        time_window=window,
+        entities=bool(entities),
     )
     rrf_k = int(settings.CAIRN_RECALL_RRF_K)
     params.update(
@@ -351,6 +399,13 @@ def turn_search(
             "k1": float(settings.CAIRN_TURN_BM25_K1),
             "b": float(settings.CAIRN_TURN_BM25_B),
             "reply_credit": reply_credit,
+            "time_boost": time_boost,
+            "entity_boost": entity_boost,
+            "entities": entities,
+            "entity_n": max(len(entities), 1),
+            "tw_start": window.start if window else None,
+            "tw_end": window.end if window else None,
+            "tw_month": window.month if window else None,
             "session_boost": float(tuning.get("session_boost", settings.CAIRN_TURN_SESSION_BOOST)),
             "min_sim": float(
                 tuning.get("min_similarity", settings.CAIRN_TURN_VECTOR_MIN_SIMILARITY)

@@ -299,3 +299,13 @@ def test_a_failing_reranker_leaves_the_fused_order(api, reranker, settings):
     settings.CAIRN_RERANK_URL = reranker.url
     failed = api.get(SEARCH, {"q": "where is the wifi password"}).json()["results"]
     assert [r["id"] for r in failed] == fused and reranker.seen
+
+
+def test_a_period_named_in_the_query_lifts_the_turns_said_then(api, settings):
+    settings.CAIRN_TURN_TIME_BOOST = 0.3
+    august = _store(api, "aug", ["We went hiking in the Alps"], at="2023-08-20T10:00:00Z")[0]
+    may = _store(api, "may", ["We went hiking in the Alps"], at="2023-05-20T10:00:00Z")[0]
+    ids = [r["id"] for r in api.get(SEARCH, {"q": "hiking in May 2023"}).json()["results"]]
+    assert ids == [may, august]
+    ids = [r["id"] for r in api.get(SEARCH, {"q": "hiking in August 2023"}).json()["results"]]
+    assert ids == [august, may]
