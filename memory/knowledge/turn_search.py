@@ -17,7 +17,12 @@ parameters to the transaction):
    found in every turn counts as much as a rare word).
 3. Fusion (``CAIRN_TURN_FUSION``): weighted reciprocal rank like knowledge recall
    (``relevance`` is 1.0 for rank 1 in both lists), or ``score``: each list's
-   scores scaled to 0..1 over its candidates and weighted.
+   scores scaled to 0..1 over its candidates and weighted (the default, 0.4/0.6).
+4. Lifts on the fused relevance: ``CAIRN_TURN_TIME_BOOST`` for turns said within
+   a period the query names (memory/knowledge/time_words.py),
+   ``CAIRN_TURN_ENTITY_BOOST`` × the share of the query's names and numbers the
+   turn holds, and (off by default) ``CAIRN_TURN_REPLY_CREDIT`` (the turn after a
+   text match gets a share of its BM25) and ``CAIRN_TURN_SESSION_BOOST``.
 
 Then, in Python on the few rows returned: the optional reranker
 (memory/knowledge/rerank.py), neighbours, and session grouping.
