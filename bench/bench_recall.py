@@ -48,7 +48,7 @@ DEFAULT = {
     "CAIRN_TURN_VECTOR_WEIGHT": 0.4,
     "CAIRN_TURN_TEXT_WEIGHT": 0.6,
     "CAIRN_TURN_CANDIDATE_MIN": 50,
-    "CAIRN_TURN_REPLY_CREDIT": 0.0,
+    "CAIRN_TURN_REPLY_CREDIT": 0.5,
     "CAIRN_TURN_TIME_BOOST": 0.4,
     "CAIRN_TURN_ENTITY_BOOST": 0.2,
 }
@@ -100,18 +100,32 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         (
             "score 0.4/0.6 BM25, contextual, 50 candidates",
             "previous",
-            {"CAIRN_TURN_TIME_BOOST": 0.0, "CAIRN_TURN_ENTITY_BOOST": 0.0},
+            {
+                "CAIRN_TURN_TIME_BOOST": 0.0,
+                "CAIRN_TURN_ENTITY_BOOST": 0.0,
+                "CAIRN_TURN_REPLY_CREDIT": 0.0,
+            },
             search,
         ),
         (
             "… + time boost 0.4",
             "previous",
-            {"CAIRN_TURN_ENTITY_BOOST": 0.0},
+            {"CAIRN_TURN_ENTITY_BOOST": 0.0, "CAIRN_TURN_REPLY_CREDIT": 0.0},
             search,
         ),
-        ("… + entity/number boost 0.2 (all of the above)", "previous", {}, ALL_ENDPOINTS),
-        ("… + reply credit 0.5", "previous", {"CAIRN_TURN_REPLY_CREDIT": 0.5}, search),
-        ("all of the above, turn text (no context in the vector)", "none", {}, search),
+        (
+            "… + entity/number boost 0.2",
+            "previous",
+            {"CAIRN_TURN_REPLY_CREDIT": 0.0},
+            ALL_ENDPOINTS,
+        ),
+        ("… + reply credit 0.5 (default)", "previous", {}, ALL_ENDPOINTS),
+        (
+            "all of the above, turn text (no context in the vector)",
+            "none",
+            {"CAIRN_TURN_REPLY_CREDIT": 0.0},
+            search,
+        ),
     ]
     if quick:
         keep = {0, 3, 5, 11}
@@ -317,12 +331,14 @@ def _paraphrase_hits(client, ids: list[int]) -> float:
     return round(hits / len(FACTS), 4)
 
 
-def bench(limit: int | None, quick: bool) -> dict:
+def bench(limit: int | None, quick: bool, only: str = "") -> dict:
     from django.test import override_settings
     from tqdm import tqdm
 
     conversations, questions, report = _locomo(limit)
     variants = _variants(quick)
+    if only:
+        variants = [v for v in variants if only in v[0]]
     stores: dict[str, tuple] = {}
     ingest = {}
     for mode in sorted({v[1] for v in variants}):
@@ -512,6 +528,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--render", action="store_true", help="only redraw .md/.svg from the .json (no run)"
     )
+    parser.add_argument("--only", default="", help="run the variants whose name holds this")
+    parser.add_argument(
+        "--merge", action="store_true", help="replace/add these variants' rows in the .json"
+    )
     args = parser.parse_args(argv)
     if args.render:
         import os
@@ -528,10 +548,21 @@ def main(argv: list[str] | None = None) -> int:
     common.setup_django()
     results: dict = {"machine": common.machine()}
     try:
-        results.update(bench(args.conversations or (3 if args.quick else None), args.quick))
+        results.update(
+            bench(args.conversations or (3 if args.quick else None), args.quick, args.only)
+        )
     finally:
         if not args.keep_db:
             common.drop_database()
+    if args.merge:
+        old = json.loads((common.RESULTS / args.out).with_suffix(".json").read_text())
+        new = {r["variant"]: r for r in results["results"]}
+        rows = [new.pop(r["variant"], r) for r in old["results"]] + list(new.values())
+        old["results"] = rows
+        old.setdefault("merged_runs", []).append(
+            {"variants": [r["variant"] for r in results["results"]], "machine": results["machine"]}
+        )
+        results = old
     _write(results, args.out)
     return 0
 

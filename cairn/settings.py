@@ -374,7 +374,7 @@ CAIRN_TURN_VECTOR_MIN_SIMILARITY = envfloat("CAIRN_TURN_VECTOR_MIN_SIMILARITY", 
 CAIRN_TURN_BM25_K1, CAIRN_TURN_BM25_B = 1.2, 0.75
 CAIRN_TURN_BM25_DF_CAP = envint("CAIRN_TURN_BM25_DF_CAP", 5000)
 # The turn right after a full-text match (its reply) gets this share of the match's BM25.
-CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.0)
+CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.5)
 # A turn said within the period the query names ("in May 2023", "last week") gains this.
 CAIRN_TURN_TIME_BOOST = envfloat("CAIRN_TURN_TIME_BOOST", 0.4)
 CAIRN_TURN_ENTITY_BOOST = envfloat("CAIRN_TURN_ENTITY_BOOST", 0.2)  # names, numbers found
