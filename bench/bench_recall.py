@@ -119,9 +119,9 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
             {"CAIRN_TURN_REPLY_CREDIT": 0.0},
             ALL_ENDPOINTS,
         ),
-        ("… + reply credit 0.5 (default)", "previous", {}, ALL_ENDPOINTS),
+        ("… + reply credit 0.5", "previous", {}, ALL_ENDPOINTS),
         (
-            "all of the above, turn text (no context in the vector)",
+            "0.4/0.6 + time + entity lifts, turn text (no context in the vector)",
             "none",
             {"CAIRN_TURN_REPLY_CREDIT": 0.0},
             search,
