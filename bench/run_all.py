@@ -31,8 +31,7 @@ SCRIPTS = [
     "bench_ingest.py",  # batch remember and batch turns against the raw embedder
     "bench_outcomes.py",  # outcomes/s with 8 clients, against a bare DRF view
     "bench_rss.py",  # worker RSS over 100k server-side embeddings
-    # bench_recall.py (issue 17: LoCoMo through /recall/ and /conversations/search/)
-    # goes here.
+    "bench_recall.py",  # LoCoMo through /recall/ and /conversations/search/, per variant
 ]
 
 #: Their results feed ``report_issue17.py`` (README "Benchmarks": before and after).

@@ -360,6 +360,34 @@ CAIRN_RECALL_CANDIDATE_MIN = 20
 CAIRN_RECALL_EF_SEARCH = envint("CAIRN_RECALL_EF_SEARCH", 100)
 CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_order")
 CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
+# Conversation turns: hybrid search (memory/knowledge/turn_search.py), tuned on LoCoMo by
+# bench/bench_recall.py. A turn's vector text: previous | date | none (turn_text.py).
+CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "previous")
+# Full-text scoring of turns: bm25 (idf from per-query counts) or ts_rank_cd.
+CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")
+# Fusion: rrf (weighted reciprocal rank) or score (each list scaled to 0..1, weighted).
+CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")
+CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.4)
+CAIRN_TURN_TEXT_WEIGHT = envfloat("CAIRN_TURN_TEXT_WEIGHT", 0.6)
+CAIRN_TURN_CANDIDATE_MIN = envint("CAIRN_TURN_CANDIDATE_MIN", 50)  # per list, before fusion
+CAIRN_TURN_VECTOR_MIN_SIMILARITY = envfloat("CAIRN_TURN_VECTOR_MIN_SIMILARITY", 0.2)  # vector-only
+CAIRN_TURN_BM25_K1, CAIRN_TURN_BM25_B = 1.2, 0.75
+CAIRN_TURN_BM25_DF_CAP = envint("CAIRN_TURN_BM25_DF_CAP", 5000)
+# The turn right after a full-text match (its reply) gets this share of the match's BM25.
+CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.5)
+# A turn said within the period the query names ("in May 2023", "last week") gains this.
+CAIRN_TURN_TIME_BOOST = envfloat("CAIRN_TURN_TIME_BOOST", 0.4)
+CAIRN_TURN_ENTITY_BOOST = envfloat("CAIRN_TURN_ENTITY_BOOST", 0.2)  # names, numbers found
+# A turn gains this share of its session's other candidates' relevance (off: lost on LoCoMo).
+CAIRN_TURN_SESSION_BOOST = envfloat("CAIRN_TURN_SESSION_BOOST", 0.0)
+# group=session: a session scores its best turn plus this share of its second best.
+CAIRN_TURN_SESSION_SECOND_WEIGHT = envfloat("CAIRN_TURN_SESSION_SECOND_WEIGHT", 0.3)
+# Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.
+CAIRN_RERANK_URL = envstr("CAIRN_RERANK_URL", "")
+CAIRN_RERANK_MODEL = envstr("CAIRN_RERANK_MODEL", "")
+CAIRN_RERANK_API_KEY = os.environ.get("CAIRN_RERANK_API_KEY", "")
+CAIRN_RERANK_CANDIDATES = envint("CAIRN_RERANK_CANDIDATES", 30)
+CAIRN_RERANK_TIMEOUT_S = envfloat("CAIRN_RERANK_TIMEOUT_S", 5.0)
 # Dedup: Szymkiewicz–Simpson word overlap above this updates the existing item.
 CAIRN_DEDUP_OVERLAP = 0.8
 # ...and, when both items have a vector of one model, cosine similarity at least this.

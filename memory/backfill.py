@@ -8,11 +8,12 @@ that model's space), and this job brings the rest over in batches.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 
 from memory.core.embeddings import get_embedder
 from memory.core.jobs import job_progress
-from memory.models import Knowledge, SkillDelta
+from memory.knowledge.turn_text import turn_embedding_text
+from memory.models import ConversationTurn, Knowledge, SkillDelta
 from memory.skills.skillmd import delta_line
 
 CLIENT_MODEL = "client"
@@ -22,6 +23,10 @@ def _knowledge_pending(model_id: str):
     return Knowledge.objects.filter(
         Q(embedding__isnull=True) | ~Q(embedding_model__in=[model_id, CLIENT_MODEL])
     )
+
+
+def _turns_pending(model_id: str):
+    return ConversationTurn.objects.filter(Q(embedding__isnull=True) | ~Q(embedding_model=model_id))
 
 
 def _deltas_pending(model_id: str):
@@ -35,11 +40,12 @@ def embed_backfill_pending() -> dict:
     return {
         "knowledge": _knowledge_pending(model_id).count(),
         "deltas": _deltas_pending(model_id).count(),
+        "turns": _turns_pending(model_id).count(),
     }
 
 
 def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
-    """Re-embed pending knowledge and skill deltas; returns counts.
+    """Re-embed pending knowledge, conversation turns and skill deltas; returns counts.
 
     1. Count what is pending (the progress total).
     2. Walk each table by id in batches; embed each batch in one call.
@@ -52,7 +58,7 @@ def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
     batch_size = batch_size or settings.CAIRN_EMBEDDING_BATCH
     total = sum(embed_backfill_pending().values())
     done = 0
-    counts = {"knowledge": 0, "deltas": 0, "skipped_changed": 0, "model": model_id}
+    counts = {"knowledge": 0, "deltas": 0, "turns": 0, "skipped_changed": 0, "model": model_id}
     if run is not None:
         job_progress(run=run, done=0, total=total)
 
@@ -97,6 +103,43 @@ def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
             counts["deltas" if updated else "skipped_changed"] += 1
         last_id = deltas[-1].pk
         done += len(deltas)
+        if run is not None:
+            job_progress(run=run, done=done)
+    # Turns are never edited: each gets the text it would have been stored with
+    # (memory/knowledge/turn_text.py), the turn before it read by the session index.
+    previous = Subquery(
+        ConversationTurn.objects.filter(
+            workspace_id=OuterRef("workspace_id"),
+            session_id=OuterRef("session_id"),
+            turn_index__lt=OuterRef("turn_index"),
+        )
+        .order_by("-turn_index", "-id")
+        .values("content")[:1]
+    )
+    last_id = 0
+    while True:
+        turns = list(
+            _turns_pending(model_id)
+            .filter(id__gt=last_id)
+            .order_by("id")
+            .annotate(previous=previous)
+            .values_list("id", "content", "role", "created_at", "previous")[:batch_size]
+        )
+        if not turns:
+            break
+        vectors = embedder.embed(
+            [
+                turn_embedding_text(content=content, role=role, at=at, previous=prev)
+                for _, content, role, at, prev in turns
+            ]
+        )
+        for (pk, *_), vector in zip(turns, vectors, strict=True):
+            ConversationTurn.objects.filter(pk=pk).update(
+                embedding=vector, embedding_model=model_id
+            )
+            counts["turns"] += 1
+        last_id = turns[-1][0]
+        done += len(turns)
         if run is not None:
             job_progress(run=run, done=done)
     return counts

@@ -30,7 +30,8 @@ from agents.apis.common import (
     errors,
 )
 from memory.knowledge.conversations import turn_store, turns_store_many
-from memory.knowledge.selectors import conversation_search, turns_list
+from memory.knowledge.selectors import turns_list
+from memory.knowledge.turn_search import NEIGHBOURS_MAX, conversation_search
 from memory.models.conversations import TURN_CONTENT_MAX_CHARS, TurnRole
 
 
@@ -233,6 +234,29 @@ class ConversationSearchParams(PageParams):
     role = serializers.ChoiceField(choices=TurnRole.choices, required=False)
     time_from = serializers.DateTimeField(required=False)
     time_to = serializers.DateTimeField(required=False)
+    group = serializers.ChoiceField(
+        choices=["turn", "session"],
+        required=False,
+        default="turn",
+        help_text="`session`: rank sessions (by their best turn plus a share of their "
+        "second best); `sessions` lists them with their best turns, `results` holds those "
+        "turns, and limit/offset/count count sessions.",
+    )
+    neighbours = serializers.IntegerField(
+        required=False,
+        default=0,
+        min_value=0,
+        max_value=NEIGHBOURS_MAX,
+        help_text="Include this many turns before and after each hit (`neighbours` field).",
+    )
+
+
+class NeighbourTurnOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    role = serializers.CharField()
+    turn_index = serializers.IntegerField()
+    content = serializers.CharField()
+    created_at = serializers.DateTimeField()
 
 
 class ConversationHitOut(serializers.Serializer):
@@ -242,17 +266,44 @@ class ConversationHitOut(serializers.Serializer):
     turn_index = serializers.IntegerField()
     context = serializers.CharField()
     created_at = serializers.DateTimeField()
-    rank = serializers.FloatField()
+    rank = serializers.FloatField(
+        source="relevance",
+        help_text="Fused relevance of vector and full-text ranks (1.0 = first in both).",
+    )
     snippet = serializers.CharField(help_text="Matching fragments, matches in **bold**.")
+    vector_rank = serializers.IntegerField(
+        allow_null=True, help_text="Rank among the turns nearest in meaning (1 = nearest)."
+    )
+    text_rank = serializers.IntegerField(
+        allow_null=True, help_text="Rank among the full-text (BM25) matches (1 = best)."
+    )
+    neighbours = NeighbourTurnOut(
+        many=True, required=False, help_text="With `neighbours=N`: the turns around this one."
+    )
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if not self.context.get("neighbours"):
+            data.pop("neighbours", None)
+        return data
+
+
+class ConversationSessionOut(serializers.Serializer):
+    session_id = serializers.CharField()
+    score = serializers.FloatField(help_text="Best turn's rank plus a share of the second's.")
+    matches = serializers.IntegerField(help_text="Turns of this session among the candidates.")
+    turns = ConversationHitOut(many=True, source="hits", help_text="Its best turns.")
 
 
 class ConversationSearchApi(APIView):
     @extend_schema(
         operation_id="conversations_search",
-        summary="Search past conversations (full text, ranked snippets)",
-        description="Turns matching every word rank first (`mode: all`); the page is filled "
-        "up to `limit` with turns matching any word (`-word` exclusions still hold). "
-        "`mode: any` when no turn matches every word. `count` counts every match.",
+        summary="Search past conversations (hybrid: meaning and words, ranked snippets)",
+        description="The same hybrid ranking as recall over turns: the turns nearest in "
+        "meaning (pgvector HNSW) fused with full-text matches of any word scored by BM25 "
+        "(`-word` exclusions hold on both sides). `mode: all` when some turn matches every "
+        "word, else `any`. `count` counts the ranked candidates. `group=session` ranks "
+        "sessions instead (`sessions`); `neighbours=N` (0–3) adds the turns around each hit.",
         parameters=[ConversationSearchParams],
         responses={
             200: inline_serializer(
@@ -264,6 +315,9 @@ class ConversationSearchApi(APIView):
                     "next_offset": serializers.IntegerField(allow_null=True),
                     "mode": serializers.ChoiceField(choices=["all", "any"]),
                     "results": ConversationHitOut(many=True),
+                    "sessions": ConversationSessionOut(
+                        many=True, required=False, help_text="With `group=session` only."
+                    ),
                 },
             ),
             **errors(400, 401, area=KNOWLEDGE_ERRORS),
@@ -273,7 +327,16 @@ class ConversationSearchApi(APIView):
     def get(self, request):
         params = ConversationSearchParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        page, mode = conversation_search(workspace=_workspace(request), **params.validated_data)
-        body = _page_body(page, ConversationHitOut(page.items, many=True).data)
-        body["mode"] = mode
+        result = conversation_search(workspace=_workspace(request), **params.validated_data)
+        page = result.page
+        context = {"neighbours": params.validated_data["neighbours"]}
+        if result.sessions is not None:
+            turns = [hit for s in result.sessions for hit in s.hits]
+            body = _page_body(page, ConversationHitOut(turns, many=True, context=context).data)
+            body["sessions"] = ConversationSessionOut(
+                result.sessions, many=True, context=context
+            ).data
+        else:
+            body = _page_body(page, ConversationHitOut(page.items, many=True, context=context).data)
+        body["mode"] = result.mode
         return Response(body)

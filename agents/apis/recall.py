@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    PolymorphicProxySerializer,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,7 +23,7 @@ from agents.apis.common import (
     errors,
 )
 from agents.apis.knowledge import KnowledgeItemFields
-from memory.knowledge.recall import knowledge_recall
+from memory.knowledge.recall_sources import SOURCES, recall_sources
 from memory.models import CONTENT_MAX_CHARS, Category
 
 
@@ -45,6 +50,14 @@ class RecallIn(StrictSerializer):
     time_to = serializers.DateTimeField(required=False, help_text="observed_at upper bound")
     include_sensitive = serializers.BooleanField(required=False, default=False)
     embedding = EmbeddingField()
+    sources = serializers.ChoiceField(
+        choices=SOURCES,
+        required=False,
+        default="knowledge",
+        help_text="What to search: `knowledge` (default), conversation `turns`, or `both`, "
+        "merged into one ranking by score; each hit says its `kind`. category and entity "
+        "select knowledge only (a 400 with turns or both).",
+    )
 
 
 class RecallHitOut(KnowledgeItemFields):
@@ -64,18 +77,51 @@ class RecallHitOut(KnowledgeItemFields):
         "scaled so that rank 1 in both lists is 1.0."
     )
     score = serializers.FloatField(help_text="relevance + 0.05 × confidence")
+    kind = serializers.ChoiceField(
+        choices=["knowledge"], help_text="`knowledge`: an item of the knowledge store."
+    )
+
+
+class RecallTurnHitOut(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=["turn"], help_text="`turn`: a conversation turn (sources=turns or both)."
+    )
+    source = serializers.ChoiceField(choices=["turn"], help_text="Always `turn` for turns.")
+    id = serializers.IntegerField()
+    content = serializers.CharField()
+    session_id = serializers.CharField()
+    role = serializers.CharField()
+    turn_index = serializers.IntegerField()
+    context = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    observed_at = serializers.DateTimeField(source="created_at", help_text="When it was said.")
+    vector_rank = serializers.IntegerField(allow_null=True)
+    text_rank = serializers.IntegerField(allow_null=True)
+    relevance = serializers.FloatField(
+        help_text="Fused relevance of the turn's vector and full-text (BM25) ranks."
+    )
+    score = serializers.FloatField(help_text="The turn's place in the merged ranking.")
+
+
+def _hit_body(mixed) -> dict:
+    if mixed.kind == "turn":
+        fields = {**vars(mixed.hit), "kind": "turn", "source": "turn", "score": mixed.score}
+        return RecallTurnHitOut(fields).data
+    return RecallHitOut({**vars(mixed.hit), "kind": "knowledge"}).data
 
 
 class RecallApi(APIView):
     @extend_schema(
         operation_id="recall",
-        summary="Recall: hybrid search of the knowledge store",
+        summary="Recall: hybrid search of the knowledge store (and conversation turns)",
         description=(
             "Vector (pgvector cosine, HNSW) and full-text candidates fused by reciprocal rank; "
             "score = relevance + 0.05 × confidence, so strength only breaks near-ties. "
             "Archived and superseded items never appear; sensitive ones only with "
             "include_sensitive. Recalled items get last_used_at and use_count refreshed; "
-            "recall never changes confidence."
+            "recall never changes confidence. With `sources=turns` or `both`, conversation "
+            "turns are ranked the same way (vector + BM25, see conversations/search/) and "
+            "merged by score; turn hits carry `kind: turn` and their session."
         ),
         request=RecallIn,
         responses={
@@ -84,7 +130,12 @@ class RecallApi(APIView):
                 {
                     "query": serializers.CharField(),
                     "top_k": serializers.IntegerField(),
-                    "results": RecallHitOut(many=True),
+                    "results": PolymorphicProxySerializer(
+                        component_name="RecallResult",
+                        serializers=[RecallHitOut, RecallTurnHitOut],
+                        resource_type_field_name=None,
+                        many=True,
+                    ),
                 },
             ),
             **errors(400, 401, area=KNOWLEDGE_ERRORS),
@@ -101,11 +152,11 @@ class RecallApi(APIView):
     def post(self, request):
         data = RecallIn(data=request.data)
         data.is_valid(raise_exception=True)
-        result = knowledge_recall(workspace=_workspace(request), **data.validated_data)
+        result = recall_sources(workspace=_workspace(request), **data.validated_data)
         return Response(
             {
                 "query": data.validated_data["query"],
                 "top_k": result.top_k,
-                "results": RecallHitOut(result.hits, many=True).data,
+                "results": [_hit_body(hit) for hit in result.hits],
             }
         )

@@ -30,6 +30,7 @@ from memory.core.validation import (
     check_text,
     prefix_fields,
 )
+from memory.knowledge.turn_text import previous_content, turns_embed, vector_text
 from memory.knowledge.validation import DEFAULT_CONFIDENCE
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -115,10 +116,18 @@ def turn_store(
         "turn_index": turn_index,
         "role": role,
     }
+    previous = previous_content(workspace=workspace, session_id=session_id, turn_index=turn_index)
+    vectors = turns_embed([(content, role, at, previous)])
     try:
         with transaction.atomic():
             turn = ConversationTurn.objects.create(
-                **key, content=content, context=context, created_at=at, channel=channel
+                **key,
+                content=content,
+                context=context,
+                created_at=at,
+                channel=channel,
+                embedding=vectors[0] if vectors else None,
+                embedding_model=get_embedder().model_id if vectors else "",
             )
         return TurnResult(recorded=True, turn=turn, created=True)
     except IntegrityError:
@@ -146,12 +155,13 @@ class TurnBatchResult:
 _TURNS_INSERT_SQL = """
     INSERT INTO memory_conversationturn
         (workspace_id, agent_id, session_id, role, turn_index, content, context, created_at,
-         channel)
+         channel, embedding, embedding_model)
     SELECT %(workspace_id)s, %(agent_id)s, %(session_id)s, t.role, t.turn_index, t.content,
-           t.context, t.created_at, %(channel)s
+           t.context, t.created_at, %(channel)s, t.embedding::vector,
+           CASE WHEN t.embedding IS NULL THEN '' ELSE %(embedding_model)s END
     FROM unnest(%(roles)s::text[], %(indexes)s::int[], %(contents)s::text[],
-                %(contexts)s::text[], %(ats)s::timestamptz[])
-         AS t(role, turn_index, content, context, created_at)
+                %(contexts)s::text[], %(ats)s::timestamptz[], %(embeddings)s::text[])
+         AS t(role, turn_index, content, context, created_at, embedding)
     ON CONFLICT ON CONSTRAINT turn_unique_per_session DO NOTHING
     RETURNING id, turn_index, role
 """
@@ -210,11 +220,22 @@ def turns_store_many(
         seen[key] = (index, row[1])
         checked.append(row)
         origin.append(index)
+    # One embedder call for the batch, outside the transaction; each turn in the
+    # context of the one before it (the batch's own, or the stored one before the batch).
+    by_index = sorted(checked, key=lambda r: (r[3], r[0]))
+    previous: dict[int, str | None] = {}
+    last = previous_content(workspace=workspace, session_id=session_id, turn_index=by_index[0][3])
+    for _role, content, _context, turn_index, _at in by_index:
+        previous.setdefault(turn_index, last)
+        last = content
+    vectors = turns_embed([(r[1], r[0], r[4], previous[r[3]]) for r in checked])
     params = {
         "workspace_id": workspace.pk,
         "agent_id": agent.pk if agent is not None else None,
         "session_id": session_id,
         "channel": str(channel),
+        "embedding_model": get_embedder().model_id if vectors else "",
+        "embeddings": [vector_text(v) for v in (vectors if vectors else [None] * len(checked))],
         "roles": [r[0] for r in checked],
         "contents": [r[1] for r in checked],
         "contexts": [r[2] for r in checked],

@@ -30,8 +30,8 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
-from django.db.models import Avg, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Avg, Count, Max, OuterRef, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
 
 from cairn.errors import NotFoundError
@@ -285,54 +285,6 @@ def _turn_scope(
     if time_to is not None:
         qs = qs.filter(created_at__lte=time_to)
     return qs
-
-
-def conversation_search(
-    *,
-    workspace: Workspace,
-    q: str,
-    session_id: str | None = None,
-    context: str | None = None,
-    role: str | None = None,
-    time_from: datetime | None = None,
-    time_to: datetime | None = None,
-    limit: int | None = None,
-    offset: int = 0,
-) -> tuple[Page, str]:
-    """Turns matching ``q``, best first, with highlighted snippets.
-
-    Turns matching every word (``websearch_to_tsquery``: quotes, ``or`` and ``-word``
-    work as on a search engine) rank first; the page is then filled up to ``limit``
-    with turns matching any of the words (still honouring ``-word`` exclusions), so
-    a query never starves because one turn happened to match everything.
-    Returns the page and the mode: ``all`` when some turn matches every word,
-    ``any`` when only any-word matches were found.
-    """
-    scope = _turn_scope(
-        workspace=workspace,
-        session_id=session_id,
-        context=context,
-        role=role,
-        time_from=time_from,
-        time_to=time_to,
-    )
-    limit = page_size(limit)
-    every = SearchQuery(q, config="english", search_type="websearch")
-    query = any_word_query(q) or every
-    matches = scope.filter(search_vector=query)
-    count = matches.count()
-    full = scope.filter(search_vector=every)
-    mode = "all" if full.exists() else "any"
-    rows = list(
-        matches.annotate(
-            full=Exists(full.filter(pk=OuterRef("pk"))),
-            rank=SearchRank(F("search_vector"), query, cover_density=True),
-            snippet=SearchHeadline("content", query, config="english", **SNIPPET_OPTIONS),
-        )
-        .defer("content")
-        .order_by("-full", "-rank", "-created_at", "-id")[offset : offset + limit]
-    )
-    return Page(items=rows, count=count, limit=limit, offset=offset), mode
 
 
 _NEGATED = re.compile(r"(?:^|\s)-(\w+)")

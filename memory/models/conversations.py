@@ -14,8 +14,10 @@ from django.db.models import Q
 from django.db.models.functions import Length
 from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
 
 from memory.models.identity import Agent, Channel, Workspace
+from memory.models.knowledge import EMBEDDING_DIMENSIONS
 
 __all__ = ["ConversationTurn", "ToolCall", "TurnRole", "TURN_CONTENT_MAX_CHARS"]
 
@@ -47,6 +49,10 @@ class ConversationTurn(models.Model):
         output_field=SearchVectorField(),
         db_persist=True,
     )
+    # The turn in context (speaker, date, the turn before; memory/knowledge/turn_text.py),
+    # embedded at store time; null when the embedder failed (the backfill job fills it).
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     # Set by the consolidate job once the turn has been distilled into knowledge.
     consolidated_at = models.DateTimeField(null=True, blank=True)
@@ -56,6 +62,13 @@ class ConversationTurn(models.Model):
         indexes = [
             models.Index(fields=["workspace", "session_id", "turn_index"], name="turn_session_idx"),
             GinIndex(fields=["search_vector"], name="turn_search_gin"),
+            HnswIndex(
+                name="turn_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
         ]
         constraints = [
             # A retried POST of the same turn finds this row instead of adding another.

@@ -279,14 +279,15 @@ def _entries() -> list[Table]:
         Table(
             "memory.ConversationTurn",
             CONTENT,
-            "Raw conversation turns; pruned after CAIRN_RETENTION_RAW_DAYS.",
+            "Raw conversation turns with their embedding and full-text vector (columns of "
+            "the row: deleting the row deletes them); pruned after CAIRN_RETENTION_RAW_DAYS.",
             selectors={
                 "agent": by_agent(),
                 "context": by("context"),
                 "session": by("session_id"),
             },
             export="conversation_turns",
-            export_exclude=("search_vector",),
+            export_exclude=("embedding", "search_vector"),
             quoted=("content",),
         ),
         Table(

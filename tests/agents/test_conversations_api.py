@@ -103,7 +103,7 @@ def test_search_finds_turns_with_ranked_snippets(api):
         workspace=ws, content="The postgres migration failed because the disk was full"
     )
     TurnFactory(workspace=ws, content="Postgres is our database")
-    TurnFactory(workspace=ws, content="Lunch at noon")
+    TurnFactory(workspace=ws, session_id="other", content="Lunch at noon")
     response = api.get("/api/v1/conversations/search/", {"q": "postgres migration"})
     assert response.status_code == 200
     body = response.json()

@@ -116,6 +116,9 @@ class _Operations:
         return self._call("knowledge_forget", path={"item_id": item_id})
 
     def recall(self, query: str, **options):
+        """Hybrid recall. Options: context, category, entity, top_k, time_from, time_to,
+        include_sensitive, embedding, sources ("knowledge" | "turns" | "both"; hits say
+        their ``kind``)."""
         return self._call("recall", json={"query": query, **_clean(options)})
 
     # -- conversations and tool calls
@@ -127,6 +130,9 @@ class _Operations:
         return self._call("session_turns_list", path={"session_id": session_id}, params=params)
 
     def search_conversations(self, q: str, **params):
+        """Hybrid search of past turns. Params: session_id, context, role, time_from,
+        time_to, limit, offset, group ("turn" | "session": ranked ``sessions``),
+        neighbours (0-3 turns around each hit)."""
         return self._call("conversations_search", params={"q": q, **_clean(params)})
 
     def log_tool_calls(self, calls: list[dict]):

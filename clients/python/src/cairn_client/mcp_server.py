@@ -72,13 +72,24 @@ def remember(
 
 
 @server.tool()
-def recall(query: str, context: str = "", category: str = "", top_k: int = 0) -> CallToolResult:
+def recall(
+    query: str, context: str = "", category: str = "", top_k: int = 0, sources: str = ""
+) -> CallToolResult:
     """Search your memory (meaning and words). Returns the best items, most relevant
-    first, as `#id [category] content`. Recall never changes how much an item is trusted."""
-    options = {"context": context or None, "category": category or None, "top_k": top_k or None}
+    first, as `#id [category] content`. `sources`: knowledge (default), turns (past
+    conversations) or both, merged in one ranking; turns show as `[session#turn]`.
+    Recall never changes how much an item is trusted."""
+    options = {
+        "context": context or None,
+        "category": category or None,
+        "top_k": top_k or None,
+        "sources": sources or None,
+    }
     body = _call(client().recall, query, **options)
     lines = [
-        f"#{hit['id']} [{hit.get('category', '')}] {hit['content']}"
+        f"[{hit['session_id']}#{hit['turn_index']}] {hit['content']}"
+        if hit.get("kind") == "turn"
+        else f"#{hit['id']} [{hit.get('category', '')}] {hit['content']}"
         for hit in body.get("results", [])
     ]
     return _result("\n".join(lines) or "nothing found", body)
@@ -147,9 +158,12 @@ def effective_skill(name: str, session_id: str = "", goal: str = "") -> CallTool
 
 
 @server.tool()
-def search_conversations(q: str) -> CallToolResult:
-    """Search past conversation turns by words; returns matching turns with their session."""
-    body = _call(client().search_conversations, q)
+def search_conversations(q: str, group: str = "", neighbours: int = 0) -> CallToolResult:
+    """Search past conversation turns by meaning and words; returns the best turns with
+    their session. `group="session"` ranks sessions (their best turns listed);
+    `neighbours` (0-3) adds the turns around each hit."""
+    params = {"group": group or None, "neighbours": neighbours or None}
+    body = _call(client().search_conversations, q, **params)
     results = body.get("results", body if isinstance(body, list) else [])
     lines = [
         f"[{hit.get('session_id')}#{hit.get('turn_index')}] {hit.get('snippet') or hit.get('content', '')}"

@@ -1,0 +1,123 @@
+"""Recall over knowledge, conversation turns or both (``/recall/`` with ``sources``).
+
+One query embedding serves both stores. Each store answers with its own fused
+ranking (knowledge: memory/knowledge/recall.py; turns: memory/knowledge/turn_search.py),
+both on one scale (``relevance`` 1.0 = first in both of its lists), so the two
+lists merge by score into one ranking: a knowledge item's score is its relevance
+plus 0.05 × confidence, a turn's its relevance. Only knowledge items get their
+use counts refreshed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+from memory.core.embedders import EmbeddingError, validate_vector
+from memory.core.embeddings import get_embedder
+from memory.core.validation import bad_request, check_text
+from memory.knowledge.recall import (
+    RecallHit,
+    knowledge_mark_used,
+    knowledge_search,
+    recall_default_top_k,
+)
+from memory.knowledge.turn_search import TurnHit, turn_search
+from memory.models import CONTENT_MAX_CHARS, Workspace
+
+logger = logging.getLogger(__name__)
+
+SOURCES = ("knowledge", "turns", "both")
+
+
+@dataclass(frozen=True)
+class MixedHit:
+    kind: str  # "knowledge" | "turn"
+    hit: RecallHit | TurnHit
+    score: float
+
+
+@dataclass(frozen=True)
+class MixedRecallResult:
+    top_k: int
+    hits: list[MixedHit]
+
+
+def recall_sources(
+    *,
+    workspace: Workspace,
+    query: str,
+    sources: str,
+    top_k: int | None = None,
+    embedding: list[float] | None = None,
+    context: str | None = None,
+    category: str | None = None,
+    entity: str | None = None,
+    time_from: datetime | None = None,
+    time_to: datetime | None = None,
+    include_sensitive: bool = False,
+    now: datetime | None = None,
+) -> MixedRecallResult:
+    """Recall from ``sources`` (knowledge, turns or both), one ranked list."""
+    if sources not in SOURCES:
+        raise bad_request("sources", f"must be one of {', '.join(SOURCES)}")
+    query = check_text("query", query, max_chars=CONTENT_MAX_CHARS, allow_blank=False)
+    if sources != "knowledge":
+        for name, value in (("category", category), ("entity", entity)):
+            if value is not None:
+                raise bad_request(name, "filters knowledge items only; use sources=knowledge")
+    if top_k is None:
+        top_k = recall_default_top_k(query)
+    top_k = max(1, min(int(top_k), settings.CAIRN_RECALL_TOP_K_MAX))
+    if embedding is not None:
+        try:
+            vector = validate_vector(embedding)
+        except ValueError as exc:
+            raise bad_request("embedding", str(exc)) from None
+    else:
+        try:
+            vector = get_embedder().embed_one(query)
+        except EmbeddingError:
+            logger.exception("query embedding failed; recall falls back to full text only")
+            vector = None
+    hits: list[MixedHit] = []
+    if sources in ("knowledge", "both"):
+        for hit in knowledge_search(
+            workspace=workspace,
+            query=query,
+            query_embedding=vector,
+            top_k=top_k,
+            context=context,
+            category=category,
+            entity=entity,
+            time_from=time_from,
+            time_to=time_to,
+            include_sensitive=include_sensitive,
+        ):
+            hits.append(MixedHit(kind="knowledge", hit=hit, score=hit.score))
+    if sources in ("turns", "both"):
+        found = turn_search(
+            workspace=workspace,
+            query=query,
+            query_embedding=vector,
+            top_k=top_k,
+            context=context,
+            context_or_global=True,
+            time_from=time_from,
+            time_to=time_to,
+        )
+        # A reranker may have reordered the turns: they keep its order, on the scale
+        # of the fused relevances (the i-th turn gets the i-th best relevance).
+        scale = sorted((h.relevance for h in found.hits), reverse=True)
+        for hit, score in zip(found.hits, scale, strict=True):
+            hits.append(MixedHit(kind="turn", hit=hit, score=score))
+    # Stable: within equal scores, the order each store gave stands.
+    hits.sort(key=lambda h: -h.score)
+    hits = hits[:top_k]
+    knowledge_mark_used(
+        workspace=workspace, item_ids=[h.hit.id for h in hits if h.kind == "knowledge"], now=now
+    )
+    return MixedRecallResult(top_k=top_k, hits=hits)

@@ -1,0 +1,104 @@
+"""When a query asks about: dates and periods named in its words.
+
+"in May 2023", "on 13 October, 2023", "October 13, 2023", "in 2022", "in June"
+(any year), and relative ones ("yesterday", "last week", "last month",
+"recently", "last year") read against ``now``. Turn search boosts the turns said
+within the window (memory/knowledge/turn_search.py); it never filters, since a
+conversation often mentions an event a little after it happened.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_PATTERNS = [
+    ("day", re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I)),
+    ("day", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I)),
+    ("month", re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I)),
+    ("year", re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b", re.I)),
+    # A month alone ("in June") only after a preposition: "may" is also a verb.
+    ("month_any_year", re.compile(rf"\b(?:in|during|of|since|early|late)\s+{_MONTH}\b", re.I)),
+]
+# Periods after a day or a month: what was said a little later still counts.
+DAY_MARGIN = timedelta(days=1)
+MONTH_MARGIN = timedelta(days=14)
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    start: datetime | None = None
+    end: datetime | None = None
+    month: int | None = None  # any year
+
+
+def _month_start(year: int, month: int) -> datetime:
+    return datetime(year + (month - 1) // 12, (month - 1) % 12 + 1, 1, tzinfo=UTC)
+
+
+def query_time_window(query: str, *, now: datetime) -> TimeWindow | None:
+    """The period a query names, or None (the first one named wins)."""
+    text = query.casefold()
+    for kind, pattern in _PATTERNS:
+        found = pattern.search(text)
+        if not found:
+            continue
+        parts = found.groupdict()
+        month = MONTHS.get((parts.get("month") or "").rstrip("."))
+        try:
+            if kind == "day":
+                day = datetime(int(parts["year"]), month, int(parts["day"]), tzinfo=UTC)
+                return TimeWindow(day - DAY_MARGIN, day + timedelta(days=1) + DAY_MARGIN)
+            if kind == "month":
+                start = _month_start(int(parts["year"]), month)
+                return TimeWindow(start, _month_start(start.year, month + 1) + MONTH_MARGIN)
+        except ValueError:  # 31 February
+            continue
+        if kind == "year":
+            year = int(parts["year"])
+            return TimeWindow(
+                datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+            )
+        if kind == "month_any_year" and month:
+            return TimeWindow(month=month)
+    relative = {
+        "yesterday": (timedelta(days=2), timedelta(0)),
+        "last week": (timedelta(days=14), timedelta(0)),
+        "this week": (timedelta(days=7), timedelta(0)),
+        "last month": (timedelta(days=62), timedelta(0)),
+        "recently": (timedelta(days=30), timedelta(0)),
+        "lately": (timedelta(days=30), timedelta(0)),
+    }
+    for words, (back, until) in relative.items():
+        if re.search(rf"\b{words}\b", text):
+            return TimeWindow(now - back, now - until + timedelta(seconds=1))
+    if re.search(r"\blast year\b", text):
+        return TimeWindow(
+            datetime(now.year - 1, 1, 1, tzinfo=UTC), datetime(now.year, 1, 1, tzinfo=UTC)
+        )
+    return None

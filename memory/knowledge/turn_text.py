@@ -1,0 +1,87 @@
+"""What a conversation turn's vector is computed from: the turn in its context.
+
+A turn alone ("Yes, twice last year!") often means nothing without the turn
+before it, and questions about a conversation name who said what and when. So a
+turn is embedded as its own text first (the embedder truncates from the end, so
+the turn itself is never the part cut off), then who said it and when, then the
+turn before it, cut short::
+
+    Yes, twice last year!
+    (user, 8 May 2023; replying to: Have you ever been to Paris?)
+
+``CAIRN_TURN_EMBED_CONTEXT`` chooses: ``previous`` (the default, all of the above),
+``date`` (role and date, no previous turn) or ``none`` (the turn's text only).
+bench/bench_recall.py measures the three on LoCoMo.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+
+from memory.core.embedders import EmbeddingError
+from memory.core.embeddings import get_embedder
+from memory.models import ConversationTurn, Workspace
+
+logger = logging.getLogger(__name__)
+
+PREVIOUS_MAX_CHARS = 300
+TURN_MAX_CHARS = 1500
+
+
+def turn_embedding_text(
+    *, content: str, role: str, at: datetime | None, previous: str | None, mode: str | None = None
+) -> str:
+    """The text a turn is embedded from (see the module docstring)."""
+    mode = mode or settings.CAIRN_TURN_EMBED_CONTEXT
+    text = " ".join(content.split())[:TURN_MAX_CHARS]
+    if mode == "none":
+        return text
+    about = [role]
+    if at is not None:
+        about.append(f"{at.day} {at:%B %Y}")
+    context = ", ".join(about)
+    if mode == "previous" and previous:
+        before = " ".join(previous.split())
+        if len(before) > PREVIOUS_MAX_CHARS:
+            before = before[: PREVIOUS_MAX_CHARS - 1] + "…"
+        context += f"; replying to: {before}"
+    return f"{text}\n({context})"
+
+
+def previous_content(*, workspace: Workspace, session_id: str, turn_index: int) -> str | None:
+    """The text of the latest turn of the session before ``turn_index`` (one indexed read)."""
+    return (
+        ConversationTurn.objects.filter(
+            workspace=workspace, session_id=session_id, turn_index__lt=turn_index
+        )
+        .order_by("-turn_index", "-id")
+        .values_list("content", flat=True)
+        .first()
+    )
+
+
+def vector_text(vector) -> str | None:
+    """pgvector's text form of a vector (None stays None)."""
+    if vector is None:
+        return None
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def turns_embed(rows: list[tuple[str, str, datetime | None, str | None]]) -> list | None:
+    """Embed turns (content, role, at, previous content) in one embedder call.
+
+    None when the embedder fails: the turns are stored without vectors and the
+    embed_backfill job gives them one later, so an embedder outage never loses a turn.
+    """
+    texts = [
+        turn_embedding_text(content=content, role=role, at=at, previous=previous)
+        for content, role, at, previous in rows
+    ]
+    try:
+        return get_embedder().embed(texts)
+    except EmbeddingError:
+        logger.exception("embedding %d turns failed; stored without vectors", len(texts))
+        return None

@@ -1,0 +1,37 @@
+"""Periods named in queries (turn search's time boost)."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.knowledge.time_words import TimeWindow, query_time_window
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("What did she paint on October 13, 2023?", (2023, 10, 12), (2023, 10, 15)),
+        ("Who came over on 1 February, 2023?", (2023, 1, 31), (2023, 2, 3)),
+        ("What setback did Melanie face in October 2023?", (2023, 10, 1), (2023, 11, 15)),
+        ("Where did we go in December 2022?", (2022, 12, 1), (2023, 1, 15)),
+        ("How many beach trips in 2023?", (2023, 1, 1), (2024, 1, 1)),
+        ("What happened last year?", (2025, 1, 1), (2026, 1, 1)),
+    ],
+)
+def test_dates_months_and_years_become_windows(query, start, end):
+    window = query_time_window(query, now=NOW)
+    assert window.start == datetime(*start, tzinfo=UTC)
+    assert window.end == datetime(*end, tzinfo=UTC)
+
+
+def test_a_month_alone_matches_that_month_of_any_year_but_may_the_verb_does_not():
+    assert query_time_window("When did Melanie go camping in June?", now=NOW) == TimeWindow(month=6)
+    assert query_time_window("May I ask what Caroline likes?", now=NOW) is None
+    assert query_time_window("What did we decide about the API?", now=NOW) is None
+
+
+def test_relative_words_read_against_now():
+    window = query_time_window("what did I say last week about the deploy", now=NOW)
+    assert window.start == datetime(2026, 11, 17, 12, 0, tzinfo=UTC) and window.end > NOW

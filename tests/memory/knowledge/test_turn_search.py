@@ -1,0 +1,311 @@
+"""Conversation turns as first-class memory: contextual vectors, hybrid search,
+sessions and neighbours, recall over turns, the optional reranker."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from memory.backfill import embed_backfill_pending, embed_backfill_run
+from memory.core.embedders import EmbeddingError
+from memory.core.embeddings import get_embedder
+from memory.knowledge import turn_text
+from memory.knowledge.turn_text import turn_embedding_text
+from memory.models import ConversationTurn
+
+pytestmark = pytest.mark.django_db
+
+SEARCH = "/api/v1/conversations/search/"
+
+
+def _store(api, session_id, contents, *, start=0, at="2023-05-08T13:00:00Z", context=None):
+    turns = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": text,
+            "turn_index": start + i,
+            "at": at,
+            **({"context": context} if context else {}),
+        }
+        for i, text in enumerate(contents)
+    ]
+    response = api.post(f"/api/v1/sessions/{session_id}/turns/", {"turns": turns}, format="json")
+    assert response.status_code == 201, response.content
+    return [row["id"] for row in response.json()["turns"]]
+
+
+# --------------------------------------------------------------------------- vectors
+
+
+def test_the_embedded_text_is_the_turn_with_its_role_date_and_previous_turn():
+    at = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+    text = turn_embedding_text(
+        content="Yes, twice!", role="user", at=at, previous="Been to Paris?", mode="previous"
+    )
+    assert text == "Yes, twice!\n(user, 8 May 2023; replying to: Been to Paris?)"
+    assert turn_embedding_text(content="a  b", role="user", at=at, previous="x", mode="none") == (
+        "a b"
+    )
+    assert "replying" not in turn_embedding_text(
+        content="a", role="user", at=at, previous="x", mode="date"
+    )
+
+
+def test_turns_get_vectors_at_store_time_one_by_one_and_in_batches(api):
+    response = api.post(
+        "/api/v1/sessions/s1/turns/",
+        {"role": "user", "content": "Have you been to Paris?", "turn_index": 0},
+        format="json",
+    )
+    assert response.status_code == 201
+    ids = _store(api, "s1", ["Yes, twice last year!", "What did you like?"], start=1)
+    model = get_embedder().model_id
+    rows = ConversationTurn.objects.filter(pk__in=[response.json()["id"], *ids])
+    assert {(r.embedding is not None, r.embedding_model) for r in rows} == {(True, model)}
+    # The reply was embedded in the context of the question before it (stored earlier).
+    reply = ConversationTurn.objects.get(pk=ids[0])
+    expected = get_embedder().embed_one(
+        turn_embedding_text(
+            content="Yes, twice last year!",
+            role="user",
+            at=reply.created_at,
+            previous="Have you been to Paris?",
+        )
+    )
+    assert list(reply.embedding) == pytest.approx(expected, abs=1e-5)
+
+
+class _Broken:
+    model_id = "broken"
+
+    def embed(self, texts):
+        raise EmbeddingError("embedder down")
+
+
+def test_an_embedder_failure_keeps_the_turn_and_the_backfill_embeds_it(api, monkeypatch):
+    monkeypatch.setattr(turn_text, "get_embedder", lambda: _Broken())
+    ids = _store(api, "s2", ["I moved to Lisbon in March.", "How is the weather?"])
+    response = api.post(
+        "/api/v1/sessions/s2/turns/",
+        {"role": "user", "content": "Sunny, mostly.", "turn_index": 2},
+        format="json",
+    )
+    assert response.status_code == 201
+    ids.append(response.json()["id"])
+    assert ConversationTurn.objects.filter(pk__in=ids, embedding__isnull=True).count() == 3
+    monkeypatch.undo()
+    assert embed_backfill_pending()["turns"] == 3
+    counts = embed_backfill_run(batch_size=2)
+    assert counts["turns"] == 3
+    assert embed_backfill_pending()["turns"] == 0
+    last = ConversationTurn.objects.get(pk=ids[2])
+    assert last.embedding_model == get_embedder().model_id
+    expected = get_embedder().embed_one(
+        turn_embedding_text(
+            content="Sunny, mostly.",
+            role="user",
+            at=last.created_at,
+            previous="How is the weather?",
+        )
+    )
+    assert list(last.embedding) == pytest.approx(expected, abs=1e-5)
+
+
+# --------------------------------------------------------------------------- search
+
+
+def test_search_finds_a_paraphrase_that_shares_no_word(api):
+    _store(api, "cooking", ["I made lasagna for dinner", "The oven broke halfway through"])
+    target = _store(api, "pets", ["My golden retriever loves to swim in the lake"])[0]
+    _store(api, "work", ["The quarterly budget review is on Friday"])
+    body = api.get(SEARCH, {"q": "which dog enjoys water?"}).json()
+    assert body["mode"] == "any"
+    assert body["results"][0]["id"] == target
+    hit = body["results"][0]
+    assert hit["vector_rank"] == 1 and hit["text_rank"] is None
+
+
+def test_group_session_ranks_sessions_with_their_best_turns(api):
+    _store(api, "trip", ["We booked the flights to Tokyo", "The hotel in Tokyo is near Shibuya"])
+    _store(api, "garden", ["The tomatoes are finally ripe", "Tokyo is far away"])
+    _store(api, "office", ["Printer is jammed again"])
+    body = api.get(SEARCH, {"q": "Tokyo hotel flights", "group": "session", "limit": 2}).json()
+    assert [s["session_id"] for s in body["sessions"]] == ["trip", "garden"]
+    assert body["count"] >= 2 and body["limit"] == 2
+    trip = body["sessions"][0]
+    assert trip["matches"] == 2 and len(trip["turns"]) == 2
+    assert trip["score"] >= body["sessions"][1]["score"]
+    assert {r["session_id"] for r in body["results"]} == {"trip", "garden"}
+
+
+def test_neighbours_brings_the_turns_around_each_hit(api):
+    _store(
+        api,
+        "s",
+        [
+            "Good morning!",
+            "What is the wifi password at the cabin?",
+            "It is written on the fridge.",
+            "Thanks, see you later.",
+        ],
+    )
+    body = api.get(SEARCH, {"q": "cabin wifi password", "neighbours": 1, "limit": 1}).json()
+    hit = body["results"][0]
+    assert hit["turn_index"] == 1
+    assert [n["turn_index"] for n in hit["neighbours"]] == [0, 2]
+    assert hit["neighbours"][1]["content"] == "It is written on the fridge."
+    plain = api.get(SEARCH, {"q": "cabin wifi password", "limit": 1}).json()["results"][0]
+    assert "neighbours" not in plain
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"q": "x", "group": "day"}, "group"),
+        ({"q": "x", "neighbours": 4}, "neighbours"),
+        ({"q": "x", "neighbours": -1}, "neighbours"),
+    ],
+)
+def test_bad_search_parameters_are_400s_naming_them(api, params, field):
+    response = api.get(SEARCH, params)
+    assert response.status_code == 400
+    assert field in json.dumps(response.json())
+
+
+def test_search_and_recall_never_show_another_workspaces_turns(api, make_api):
+    _store(api, "s", ["Our secret roadmap is to launch the glider in June"])
+    other = make_api()
+    body = other.get(SEARCH, {"q": "glider launch roadmap"}).json()
+    assert body["results"] == [] and body["count"] == 0
+    recalled = other.post(
+        "/api/v1/recall/", {"query": "glider launch", "sources": "turns"}, format="json"
+    ).json()
+    assert recalled["results"] == []
+
+
+# --------------------------------------------------------------------------- recall
+
+
+def test_recall_sources_both_merges_knowledge_and_turns_with_their_kind(api):
+    item = api.post(
+        "/api/v1/knowledge/",
+        {"content": "Sarah prefers meetings before 10am", "category": "preference"},
+        format="json",
+    ).json()["id"]
+    turn = _store(api, "s", ["Sarah said she likes early meetings, before ten"])[0]
+    default = api.post(
+        "/api/v1/recall/", {"query": "when does Sarah like meetings?"}, format="json"
+    )
+    assert [(h["kind"], h["id"]) for h in default.json()["results"]] == [("knowledge", item)]
+    both = api.post(
+        "/api/v1/recall/",
+        {"query": "when does Sarah like meetings?", "sources": "both", "top_k": 5},
+        format="json",
+    ).json()["results"]
+    kinds = {(h["kind"], h["id"]) for h in both}
+    assert kinds == {("knowledge", item), ("turn", turn)}
+    turn_hit = next(h for h in both if h["kind"] == "turn")
+    assert turn_hit["source"] == "turn" and turn_hit["session_id"] == "s"
+    assert [h["score"] for h in both] == sorted((h["score"] for h in both), reverse=True)
+    only_turns = api.post(
+        "/api/v1/recall/",
+        {"query": "when does Sarah like meetings?", "sources": "turns"},
+        format="json",
+    ).json()["results"]
+    assert [h["id"] for h in only_turns] == [turn]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"query": "x", "sources": "everything"}, "sources"),
+        ({"query": "x", "sources": "turns", "category": "fact"}, "category"),
+        ({"query": "x", "sources": "both", "entity": "person:sarah"}, "entity"),
+    ],
+)
+def test_bad_recall_sources_are_400s_naming_the_field(api, body, field):
+    response = api.post("/api/v1/recall/", body, format="json")
+    assert response.status_code == 400
+    assert field in json.dumps(response.json())
+
+
+# --------------------------------------------------------------------------- reranker
+
+
+class _Reranker(BaseHTTPRequestHandler):
+    fail = False
+    seen: list = []
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append((self.path, body))
+        if type(self).fail:
+            self.send_response(500)
+            self.end_headers()
+            return
+        # Prefers documents mentioning "fridge", whatever the fused order says.
+        results = [
+            {"index": i, "relevance_score": 1.0 if "fridge" in doc else 0.1}
+            for i, doc in enumerate(body["documents"])
+        ]
+        payload = json.dumps({"results": results}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def reranker(settings):
+    server = HTTPServer(("127.0.0.1", 0), _Reranker)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Reranker.fail, _Reranker.seen = False, []
+    _Reranker.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    settings.CAIRN_RERANK_URL = _Reranker.url
+    settings.CAIRN_RERANK_MODEL = "tiny-reranker"
+    yield _Reranker
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_configured_reranker_reorders_the_fused_candidates(api, reranker):
+    _store(api, "s", ["Where is the wifi password?", "The wifi password is on the fridge"])
+    body = api.get(SEARCH, {"q": "where is the wifi password", "limit": 2}).json()
+    assert body["results"][0]["snippet"].lower().count("fridge") == 1
+    path, request = reranker.seen[0]
+    assert path == "/v1/rerank" and request["model"] == "tiny-reranker"
+    assert request["query"] and len(request["documents"]) == 2
+
+
+def test_a_failing_reranker_leaves_the_fused_order(api, reranker, settings):
+    _store(api, "s", ["Where is the wifi password?", "The wifi password is on the fridge"])
+    settings.CAIRN_RERANK_URL = ""
+    fused = [
+        r["id"] for r in api.get(SEARCH, {"q": "where is the wifi password"}).json()["results"]
+    ]
+    settings.CAIRN_RERANK_URL = "http://127.0.0.1:9/v1"  # nothing listens there
+    down = [r["id"] for r in api.get(SEARCH, {"q": "where is the wifi password"}).json()["results"]]
+    assert down == fused
+    reranker.fail = True  # the local server answers 500
+    settings.CAIRN_RERANK_URL = reranker.url
+    failed = api.get(SEARCH, {"q": "where is the wifi password"}).json()["results"]
+    assert [r["id"] for r in failed] == fused and reranker.seen
+
+
+def test_a_period_named_in_the_query_lifts_the_turns_said_then(api, settings):
+    settings.CAIRN_TURN_TIME_BOOST = 0.3
+    august = _store(api, "aug", ["We went hiking in the Alps"], at="2023-08-20T10:00:00Z")[0]
+    may = _store(api, "may", ["We went hiking in the Alps"], at="2023-05-20T10:00:00Z")[0]
+    ids = [r["id"] for r in api.get(SEARCH, {"q": "hiking in May 2023"}).json()["results"]]
+    assert ids == [may, august]
+    ids = [r["id"] for r in api.get(SEARCH, {"q": "hiking in August 2023"}).json()["results"]]
+    assert ids == [august, may]
