@@ -518,7 +518,7 @@ def seed_demo() -> dict:
         goal_text="Install the dependencies on a machine without uv",
         approach=[
             {
-                "operation_key": "pip:install",
+                "operation_key": uv.operation_key,  # evidence must show the lesson's operation
                 "target": "requirements.txt",
                 "outcome": "ok",
                 "step": 1,
