@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0021_outcome_goal_text'),
-        ('memory', '0021_webhooks'),
+        ("memory", "0021_outcome_goal_text"),
+        ("memory", "0021_webhooks"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0021_turn_embedding'),
-        ('memory', '0022_merge_0021_outcome_goal_text_0021_webhooks'),
+        ("memory", "0021_turn_embedding"),
+        ("memory", "0022_merge_0021_outcome_goal_text_0021_webhooks"),
     ]
 
-    operations = [
-    ]
+    operations = []
