@@ -25,7 +25,21 @@ BEFORE = {
     "outcomes/s, 8 clients": "164",
     "queries per outcome": "≈23 (counted on the old code: 13, 21 with an Idempotency-Key)",
     "worker RSS over server-side embeddings": "0.35 GB → 3 GB over 56k",
+    "LoCoMo evidence-turn any@5": "0.543 (conversations/search), 0.593 (/recall/)",
+    "LoCoMo session any@5": "0.799 (conversations/search), 0.863 (/recall/)",
+    "LoCoMo category 3 evidence-turn any@5": "0.370",
 }
+
+
+def _recall_default() -> dict | None:
+    """The default variant's row of recall.json (bench_recall.py), if it ran."""
+    recall = _load("recall.json")
+    if not recall:
+        return None
+    for row in recall["results"]:
+        if row["variant"] == recall["configured_variant"]:
+            return row
+    return None
 
 
 def _load(name: str) -> dict | None:
@@ -70,6 +84,18 @@ def rows() -> list[tuple[str, str, str]]:
                 ))  # fmt: skip
     out.append(("queries per outcome", BEFORE["queries per outcome"],
                 "9 (13 with an Idempotency-Key), pinned by tests/agents/test_outcomes_queries.py"))  # fmt: skip
+    recall = _recall_default()
+    if recall:
+        conv, grouped = recall["conversations"], recall.get("sessions", {})
+        out.append(("LoCoMo evidence-turn any@5 (target ≥ 0.75)",
+                    BEFORE["LoCoMo evidence-turn any@5"],
+                    f"{conv['turn_any_at_5']} (conversations/search and /recall/?sources=turns)"))  # fmt: skip
+        out.append(("LoCoMo session any@5 (target ≥ 0.95)", BEFORE["LoCoMo session any@5"],
+                    f"{grouped.get('session_any_at_5')} (group=session); "
+                    f"{conv['session_any_at_5']} from the top 5 turns"))  # fmt: skip
+        out.append(("LoCoMo category 3 evidence-turn any@5",
+                    BEFORE["LoCoMo category 3 evidence-turn any@5"],
+                    f"{conv['by_category']['3 open-domain']['turn_any_at_5']}"))  # fmt: skip
     if rss:
         for label, run in rss["runs"].items():
             first, last = run["samples"][0], run["samples"][-1]
@@ -120,8 +146,15 @@ def chart_data() -> list[tuple[str, float, float, str]]:
                              float(old["results"][run]["outcomes_per_s"]),
                              float(outcomes["results"][run]["outcomes_per_s"]), "/s"))  # fmt: skip
     # Counted by tests/agents/test_outcomes_queries.py (before: the same count on the old code).
-    data.append(("SQL queries per outcome", 13.0, 8.0, ""))
-    data.append(("… with an Idempotency-Key", 21.0, 12.0, ""))
+    data.append(("SQL queries per outcome", 13.0, 9.0, ""))
+    data.append(("… with an Idempotency-Key", 21.0, 13.0, ""))
+    recall = _recall_default()
+    if recall:
+        conv, grouped = recall["conversations"], recall.get("sessions", {})
+        data.append(("LoCoMo evidence-turn any@5", 0.543, float(conv["turn_any_at_5"]), ""))
+        if grouped.get("session_any_at_5") is not None:
+            data.append(("LoCoMo session any@5 (group=session)", 0.799,
+                         float(grouped["session_any_at_5"]), ""))  # fmt: skip
     if ingest:
         data.append(("turns/s", 74.0, float(ingest["batch_turns"]["turns_per_s"]), "/s"))
         data.append(("batch remember × raw embedder (best case before)", 0.035,
