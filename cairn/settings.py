@@ -361,25 +361,20 @@ CAIRN_RECALL_EF_SEARCH = envint("CAIRN_RECALL_EF_SEARCH", 100)
 CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_order")
 CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
 # Conversation turns: hybrid search (memory/knowledge/turn_search.py), tuned on LoCoMo by
-# bench/bench_recall.py. A turn's vector text: previous | date | none (turn_text.py).
-CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "previous")
-# Full-text scoring of turns: bm25 (idf from per-query counts) or ts_rank_cd.
-CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")
-# Fusion: rrf (weighted reciprocal rank) or score (each list scaled to 0..1, weighted).
-CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")
+# bench/bench_recall.py (README "Knowledge and recall" says what each knob does).
+CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "previous")  # |date|none
+CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")  # | ts_rank_cd
+CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")  # each list scaled to 0..1 | rrf
 CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.4)
 CAIRN_TURN_TEXT_WEIGHT = envfloat("CAIRN_TURN_TEXT_WEIGHT", 0.6)
 CAIRN_TURN_CANDIDATE_MIN = envint("CAIRN_TURN_CANDIDATE_MIN", 50)  # per list, before fusion
 CAIRN_TURN_VECTOR_MIN_SIMILARITY = envfloat("CAIRN_TURN_VECTOR_MIN_SIMILARITY", 0.2)  # vector-only
 CAIRN_TURN_BM25_K1, CAIRN_TURN_BM25_B = 1.2, 0.75
 CAIRN_TURN_BM25_DF_CAP = envint("CAIRN_TURN_BM25_DF_CAP", 5000)
-# The turn right after a full-text match (its reply) gets this share of the match's BM25.
-CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.5)
-# A turn said within the period the query names ("in May 2023", "last week") gains this.
-CAIRN_TURN_TIME_BOOST = envfloat("CAIRN_TURN_TIME_BOOST", 0.4)
+CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.5)  # share of a match's BM25
+CAIRN_TURN_TIME_BOOST = envfloat("CAIRN_TURN_TIME_BOOST", 0.4)  # said in the period named
 CAIRN_TURN_ENTITY_BOOST = envfloat("CAIRN_TURN_ENTITY_BOOST", 0.2)  # names, numbers found
-# A turn gains this share of its session's other candidates' relevance (off: lost on LoCoMo).
-CAIRN_TURN_SESSION_BOOST = envfloat("CAIRN_TURN_SESSION_BOOST", 0.0)
+CAIRN_TURN_SESSION_BOOST = envfloat("CAIRN_TURN_SESSION_BOOST", 0.0)  # off: lost on LoCoMo
 # group=session: a session scores its best turn plus this share of its second best.
 CAIRN_TURN_SESSION_SECOND_WEIGHT = envfloat("CAIRN_TURN_SESSION_SECOND_WEIGHT", 0.3)
 # Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.
@@ -408,13 +403,11 @@ CAIRN_METADATA_MAX_BYTES = 8192
 # JSON bodies nested deeper than this are refused before parsing (cairn/guard.py).
 CAIRN_JSON_MAX_DEPTH = 64
 
-
 # Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
 CELERY_BEAT_SCHEDULE["embed-backfill"] = {
     "task": "memory.tasks.embed_backfill",
     "schedule": envint("CAIRN_EMBED_BACKFILL_S", 3600),
 }
-
 
 # --- outcomes, evidence, lessons, decay (SPEC sections 4 and 7) ---------------
 # Evidence weights (seed 004): retrieval and self-reports are worth zero.
@@ -473,7 +466,6 @@ CELERY_BEAT_SCHEDULE["maintenance"] = {
     "schedule": envint("CAIRN_MAINTENANCE_INTERVAL_S", 24 * 3600),
 }
 
-
 # --- maintenance: reconcile, consolidate, merge (SPEC section 7, issue 14) -------
 # Candidate pairs: cosine above this, found through the HNSW index (never all pairs).
 CAIRN_RECONCILE_SIMILARITY = envfloat("CAIRN_RECONCILE_SIMILARITY", 0.85)
@@ -510,7 +502,6 @@ CELERY_BEAT_SCHEDULE["consolidate"] = {
     "schedule": envint("CAIRN_CONSOLIDATE_EVERY_S", 24 * 3600),
 }
 
-
 # --- skills and learned deltas (SPEC section 6) --------------------------------
 CAIRN_SKILL_MD_MAX_CHARS = envint("CAIRN_SKILL_MD_MAX_CHARS", 65536)
 # Tier-3 bodies: a preference body, or an example's input + output.
@@ -541,7 +532,6 @@ CELERY_BEAT_SCHEDULE["skills-consolidate"] = {
     "task": "memory.tasks.skills_consolidate",
     "schedule": envint("CAIRN_SKILL_CONSOLIDATE_EVERY_S", 6 * 3600),
 }
-
 
 # --- export, erasure and retention (SPEC sections 2, 7 and 8) -------------------
 # Raw conversation turns and tool calls are pruned after this many days.
@@ -589,15 +579,12 @@ CELERY_BEAT_SCHEDULE["prune"] = {
     "schedule": envint("CAIRN_PRUNE_EVERY_S", 3600),
 }
 # Webhooks (memory.webhooks): a delivery is tried once, then retried after each of
-# these waits (seconds) until a 2xx answer; after the last it is `failed`.
-CAIRN_WEBHOOK_RETRY_S = [
-    float(s) for s in envstr("CAIRN_WEBHOOK_RETRY_S", "10,60,300,1800,7200").split(",") if s
-]
-# One attempt waits this long for the receiver's answer (connect + read).
+# these waits (seconds) until a 2xx answer, then `failed`; each attempt waits TIMEOUT_S
+# (connect + read); deliveries and their attempts are pruned after RETENTION_..._DAYS.
+_WEBHOOK_RETRY = envstr("CAIRN_WEBHOOK_RETRY_S", "10,60,300,1800,7200")
+CAIRN_WEBHOOK_RETRY_S = [float(s) for s in _WEBHOOK_RETRY.split(",") if s]
 CAIRN_WEBHOOK_TIMEOUT_S = envfloat("CAIRN_WEBHOOK_TIMEOUT_S", 5.0)
-# Deliveries (and their attempts) older than this are pruned.
 CAIRN_RETENTION_WEBHOOK_DAYS = envint("CAIRN_RETENTION_WEBHOOK_DAYS", 30)
-
 
 LOGGING = {
     "version": 1,
