@@ -292,6 +292,8 @@ SPECTACULAR_SETTINGS = {
         "cairn.schema.add_idempotency_header",
         "cairn.schema.add_incognito",
     ],
+    # One-value enums that tell recall's hits apart (kind, and a turn's source).
+    "ENUM_NAME_OVERRIDES": {"HitKnowledgeEnum": ["knowledge"], "HitTurnEnum": ["turn"]},
 }
 
 # --- Cairn constants (named as in SPEC; defaults are the spec's) ------------
