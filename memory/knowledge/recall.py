@@ -363,6 +363,27 @@ class RecallResult:
     hits: list[RecallHit]
 
 
+def recall_top_k_and_vector(
+    *, query: str, top_k: int | None, embedding: list[float] | None
+) -> tuple[int, list[float] | None]:
+    """``top_k`` (by query complexity when not given, capped) and the query's vector: the
+    client's (checked) or the embedder's; None when the embedder fails, so recall goes
+    on with full text only."""
+    if top_k is None:
+        top_k = recall_default_top_k(query)
+    top_k = max(1, min(int(top_k), settings.CAIRN_RECALL_TOP_K_MAX))
+    if embedding is not None:
+        try:
+            return top_k, validate_vector(embedding)
+        except ValueError as exc:
+            raise bad_request("embedding", str(exc)) from None
+    try:
+        return top_k, get_embedder().embed_one(query)
+    except EmbeddingError:
+        logger.exception("query embedding failed; recall falls back to full text only")
+        return top_k, None
+
+
 def knowledge_recall(
     *,
     workspace: Workspace,
@@ -379,20 +400,7 @@ def knowledge_recall(
     and ``use_count`` of what it returns and never changes ``confidence``.
     """
     query = check_text("query", query, max_chars=CONTENT_MAX_CHARS, allow_blank=False)
-    if top_k is None:
-        top_k = recall_default_top_k(query)
-    top_k = max(1, min(int(top_k), settings.CAIRN_RECALL_TOP_K_MAX))
-    if embedding is not None:
-        try:
-            vector = validate_vector(embedding)
-        except ValueError as exc:
-            raise bad_request("embedding", str(exc)) from None
-    else:
-        try:
-            vector = get_embedder().embed_one(query)
-        except EmbeddingError:
-            logger.exception("query embedding failed; recall falls back to full text only")
-            vector = None
+    top_k, vector = recall_top_k_and_vector(query=query, top_k=top_k, embedding=embedding)
     hits = knowledge_search(
         workspace=workspace,
         query=query,

@@ -10,25 +10,18 @@ use counts refreshed.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.conf import settings
-
-from memory.core.embedders import EmbeddingError, validate_vector
-from memory.core.embeddings import get_embedder
 from memory.core.validation import bad_request, check_text
 from memory.knowledge.recall import (
     RecallHit,
     knowledge_mark_used,
     knowledge_search,
-    recall_default_top_k,
+    recall_top_k_and_vector,
 )
 from memory.knowledge.turn_search import TurnHit, turn_search
 from memory.models import CONTENT_MAX_CHARS, Workspace
-
-logger = logging.getLogger(__name__)
 
 SOURCES = ("knowledge", "turns", "both")
 
@@ -69,20 +62,7 @@ def recall_sources(
         for name, value in (("category", category), ("entity", entity)):
             if value is not None:
                 raise bad_request(name, "filters knowledge items only; use sources=knowledge")
-    if top_k is None:
-        top_k = recall_default_top_k(query)
-    top_k = max(1, min(int(top_k), settings.CAIRN_RECALL_TOP_K_MAX))
-    if embedding is not None:
-        try:
-            vector = validate_vector(embedding)
-        except ValueError as exc:
-            raise bad_request("embedding", str(exc)) from None
-    else:
-        try:
-            vector = get_embedder().embed_one(query)
-        except EmbeddingError:
-            logger.exception("query embedding failed; recall falls back to full text only")
-            vector = None
+    top_k, vector = recall_top_k_and_vector(query=query, top_k=top_k, embedding=embedding)
     hits: list[MixedHit] = []
     if sources in ("knowledge", "both"):
         for hit in knowledge_search(
