@@ -4,9 +4,8 @@ with the keyboard, land on the next card, and find the decision again."""
 import pytest
 from playwright.sync_api import expect
 
-from memory.knowledge.conversations import turn_store
 from memory.models import SkillDelta
-from tests.factories.skills import learning_agent, propose
+from tests.factories.skills import cited_escalation_deltas
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -14,27 +13,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_reviewer_reads_why_approves_with_a_and_finds_it_under_decided(
     login, live_server, workspace
 ):
-    agent = learning_agent(workspace, name="gaia/chat")
-    for index, text in enumerate(
-        ["Please triage my inbox.", "Escalate anything from the CFO after 48 hours, not 72."],
-        start=11,
-    ):
-        turn_store(
-            workspace=workspace,
-            agent=agent,
-            session_id="sess_91f3",
-            role="user",
-            content=text,
-            turn_index=index,
-            channel="harness",
-        )
-    first = propose(
-        agent,
-        "Escalate anything from the CFO after 48 hours, not 72.",
-        provenance={"source": "user_instruction", "turns": ["sess_91f3#12"]},
-        rationale="The user corrected the escalation window in turn 12.",
-    )
-    second = propose(agent, "Keep replies under five sentences.", section="drafting-replies")
+    first, second = cited_escalation_deltas(workspace)
     page = login(workspace=workspace, role="reviewer")
 
     # Open the delta from its permalink (what a webhook payload links to).

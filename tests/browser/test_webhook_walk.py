@@ -7,15 +7,14 @@ The webhook goes through the real broker and worker to a local receiver."""
 import pytest
 from playwright.sync_api import expect
 
-from memory.knowledge.conversations import turn_store
 from memory.models import SkillDelta
 from memory.webhooks.signing import signature_verify
-from tests.factories.skills import learning_agent, propose
+from tests.factories.skills import ESCALATION_RATIONALE, cited_escalation_deltas
 from tests.factories.webhooks import Receiver, hook, receiver_start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RATIONALE = "The user corrected the escalation window in turn 12."
+RATIONALE = ESCALATION_RATIONALE
 
 
 @pytest.fixture
@@ -32,27 +31,7 @@ def test_a_reviewer_walks_from_a_webhook_payload_to_the_decision(
 ):
     settings.SITE_URL = live_server.url  # the links in payloads point at this server
     issued = hook(workspace, receiver)
-    agent = learning_agent(workspace, name="gaia/chat")
-    for index, text in enumerate(
-        ["Please triage my inbox.", "Escalate anything from the CFO after 48 hours, not 72."],
-        start=11,
-    ):
-        turn_store(
-            workspace=workspace,
-            agent=agent,
-            session_id="sess_91f3",
-            role="user",
-            content=text,
-            turn_index=index,
-            channel="harness",
-        )
-    first = propose(
-        agent,
-        "Escalate anything from the CFO after 48 hours, not 72.",
-        provenance={"source": "user_instruction", "turns": ["sess_91f3#12"]},
-        rationale=RATIONALE,
-    )
-    second = propose(agent, "Keep replies under five sentences.", section="drafting-replies")
+    first, second = cited_escalation_deltas(workspace)
 
     # The team's endpoint got two signed "delta staged" messages; the first links to it.
     staged = receiver.wait_for(2, event="delta.staged")

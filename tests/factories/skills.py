@@ -235,6 +235,39 @@ def propose(
     ).delta
 
 
+ESCALATION_RATIONALE = "The user corrected the escalation window in turn 12."
+
+
+def cited_escalation_deltas(workspace):
+    """The reviewer's-desk scene: the user's turns 11-12 of ``sess_91f3`` stored by the
+    harness, a staged escalation delta citing turn 12 with a rationale, and a second
+    staged delta on drafting-replies. Returns (first, second)."""
+    from memory.knowledge.conversations import turn_store
+
+    agent = learning_agent(workspace, name="gaia/chat")
+    for index, text in enumerate(
+        ["Please triage my inbox.", "Escalate anything from the CFO after 48 hours, not 72."],
+        start=11,
+    ):
+        turn_store(
+            workspace=workspace,
+            agent=agent,
+            session_id="sess_91f3",
+            role="user",
+            content=text,
+            turn_index=index,
+            channel="harness",
+        )
+    first = propose(
+        agent,
+        "Escalate anything from the CFO after 48 hours, not 72.",
+        provenance={"source": "user_instruction", "turns": ["sess_91f3#12"]},
+        rationale=ESCALATION_RATIONALE,
+    )
+    second = propose(agent, "Keep replies under five sentences.", section="drafting-replies")
+    return first, second
+
+
 def register_v2(workspace, body: str = V2_BODY, version: str = "2.0.0"):
     from memory.skills.registry import skill_register
 
