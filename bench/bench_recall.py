@@ -51,6 +51,17 @@ DEFAULT = {
     "CAIRN_TURN_REPLY_CREDIT": 0.5,
     "CAIRN_TURN_TIME_BOOST": 0.4,
     "CAIRN_TURN_ENTITY_BOOST": 0.2,
+    "CAIRN_TURN_QUESTION_PENALTY": 0.1,
+    "CAIRN_TURN_QUESTION_CREDIT": 0.2,
+    "CAIRN_TURN_BEFORE_CREDIT": 0.0,
+    "CAIRN_TURN_ANSWER_BOOST": 0.3,
+}
+# Rows measured before a knob existed ran without it (merged runs keep their rows).
+ABSENT = {
+    "CAIRN_TURN_QUESTION_PENALTY": 0.0,
+    "CAIRN_TURN_QUESTION_CREDIT": 0.0,
+    "CAIRN_TURN_BEFORE_CREDIT": 0.0,
+    "CAIRN_TURN_ANSWER_BOOST": 0.0,
 }
 ALL_ENDPOINTS = ("conversations", "sessions", "recall")
 
@@ -59,6 +70,7 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
     """(name, what a turn's vector is computed from, settings, endpoints asked)."""
     # The first generation: 0.5/0.5, 20 candidates per list, no boosts.
     plain = {
+        **ABSENT,
         "CAIRN_TURN_VECTOR_WEIGHT": 0.5,
         "CAIRN_TURN_TEXT_WEIGHT": 0.5,
         "CAIRN_TURN_CANDIDATE_MIN": 20,
@@ -101,6 +113,7 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
             "score 0.4/0.6 BM25, contextual, 50 candidates",
             "previous",
             {
+                **ABSENT,
                 "CAIRN_TURN_TIME_BOOST": 0.0,
                 "CAIRN_TURN_ENTITY_BOOST": 0.0,
                 "CAIRN_TURN_REPLY_CREDIT": 0.0,
@@ -110,25 +123,37 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         (
             "… + time boost 0.4",
             "previous",
-            {"CAIRN_TURN_ENTITY_BOOST": 0.0, "CAIRN_TURN_REPLY_CREDIT": 0.0},
+            {**ABSENT, "CAIRN_TURN_ENTITY_BOOST": 0.0, "CAIRN_TURN_REPLY_CREDIT": 0.0},
             search,
         ),
         (
             "… + entity/number boost 0.2",
             "previous",
-            {"CAIRN_TURN_REPLY_CREDIT": 0.0},
+            {**ABSENT, "CAIRN_TURN_REPLY_CREDIT": 0.0},
             ALL_ENDPOINTS,
         ),
-        ("… + reply credit 0.5", "previous", {}, ALL_ENDPOINTS),
+        ("… + reply credit 0.5", "previous", ABSENT, ALL_ENDPOINTS),
+        (
+            "… + asking turns pass to their replies (0.1 kept back, 0.2 passed)",
+            "previous",
+            {"CAIRN_TURN_ANSWER_BOOST": 0.0},
+            ("conversations",),
+        ),
+        (
+            "… + asking turns, + answer kind 0.3 (when → time words, how many → numbers)",
+            "previous",
+            {},
+            ALL_ENDPOINTS,
+        ),
         (
             "0.4/0.6 + time + entity lifts, turn text (no context in the vector)",
             "none",
-            {"CAIRN_TURN_REPLY_CREDIT": 0.0},
+            {**ABSENT, "CAIRN_TURN_REPLY_CREDIT": 0.0},
             search,
         ),
     ]
     if quick:
-        keep = {0, 3, 5, 11}
+        keep = {0, 3, 5, 14}
         rows = [r for i, r in enumerate(rows) if i in keep]
     return rows
 
@@ -504,7 +529,7 @@ def _write(results: dict, name: str) -> None:
     results.pop("configured_variant", None)
     for row in results["results"]:
         same = row["turn_embedding"] == configured["CAIRN_TURN_EMBED_CONTEXT"] and all(
-            row["settings"][k] == configured[k] for k in DEFAULT
+            row["settings"].get(k, ABSENT.get(k)) == configured[k] for k in DEFAULT
         )
         if same:
             results["configured_variant"] = row["variant"]

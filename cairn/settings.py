@@ -377,6 +377,8 @@ CAIRN_TURN_REPLY_CREDIT = envfloat("CAIRN_TURN_REPLY_CREDIT", 0.5)  # share of a
 CAIRN_TURN_TIME_BOOST = envfloat("CAIRN_TURN_TIME_BOOST", 0.4)  # said in the period named
 CAIRN_TURN_ENTITY_BOOST = envfloat("CAIRN_TURN_ENTITY_BOOST", 0.2)  # names, numbers found
 CAIRN_TURN_SESSION_BOOST = envfloat("CAIRN_TURN_SESSION_BOOST", 0.0)  # off: lost on LoCoMo
+CAIRN_TURN_QUESTION_PENALTY, CAIRN_TURN_QUESTION_CREDIT, CAIRN_TURN_ANSWER_BOOST = 0.1, 0.2, 0.3
+CAIRN_TURN_BEFORE_CREDIT = 0.0  # off: lost paraphrases (memory/knowledge/answer_kind.py)
 # group=session: a session scores its best turn plus this share of its second best.
 CAIRN_TURN_SESSION_SECOND_WEIGHT = envfloat("CAIRN_TURN_SESSION_SECOND_WEIGHT", 0.3)
 # Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.

@@ -21,8 +21,14 @@ parameters to the transaction):
 4. Lifts on the fused relevance: ``CAIRN_TURN_TIME_BOOST`` for turns said within
    a period the query names (memory/knowledge/time_words.py),
    ``CAIRN_TURN_ENTITY_BOOST`` × the share of the query's names and numbers the
-   turn holds, and (off by default) ``CAIRN_TURN_REPLY_CREDIT`` (the turn after a
-   text match gets a share of its BM25) and ``CAIRN_TURN_SESSION_BOOST``.
+   turn holds, ``CAIRN_TURN_REPLY_CREDIT`` (the turn after a text match gets a
+   share of its BM25) and, off by default, ``CAIRN_TURN_SESSION_BOOST``.
+5. Conversation shape (memory/knowledge/answer_kind.py): a turn that asks keeps
+   ``1 - CAIRN_TURN_QUESTION_PENALTY`` of its relevance and passes
+   ``CAIRN_TURN_QUESTION_CREDIT`` of it to the next turn (its answer); the turn
+   before each candidate gets ``CAIRN_TURN_BEFORE_CREDIT`` of it (what a reply
+   answers); a turn that holds the kind of answer asked for (a time for "when …",
+   a number for "how many …") gets ``CAIRN_TURN_ANSWER_BOOST``.
 
 Then, in Python on the few rows returned: the optional reranker
 (memory/knowledge/rerank.py), neighbours, and session grouping.
@@ -31,7 +37,6 @@ Then, in Python on the few rows returned: the optional reranker
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -43,18 +48,24 @@ from django.utils import timezone
 
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
-from memory.core.text import WORD
+from memory.knowledge.answer_kind import TRAILING_ASIDE_SQL, answer_pattern
 from memory.knowledge.recall import set_vector_search, vector_literal
 from memory.knowledge.rerank import rerank_scores
 from memory.knowledge.selectors import SNIPPET_OPTIONS, Page, any_word_query, page_size
-from memory.knowledge.time_words import TimeWindow, query_time_window
+from memory.knowledge.time_words import query_time_window
+from memory.knowledge.turn_sql import (
+    NEGATED,
+    query_entities,
+    split_query,
+    turn_filters_sql,
+    turn_search_sql,
+)
 from memory.models import ConversationTurn, Workspace
 
 logger = logging.getLogger(__name__)
 
 NEIGHBOURS_MAX = 3
 CANDIDATES_MAX = 1000
-_NEGATED = re.compile(r"(?:^|\s)-(\w+)")
 
 
 @dataclass
@@ -86,239 +97,6 @@ class SessionHit:
     score: float
     hits: list[TurnHit]
     matches: int
-
-
-def turn_filters_sql(
-    *,
-    workspace_id: int,
-    session_id: str | None = None,
-    context: str | None = None,
-    context_or_global: bool = False,
-    role: str | None = None,
-    time_from: datetime | None = None,
-    time_to: datetime | None = None,
-    excluded: list[str] | None = None,
-) -> tuple[str, dict]:
-    """The WHERE clause both candidate lists share, and its parameters."""
-    clauses = ["t.workspace_id = %(workspace_id)s"]
-    params: dict = {"workspace_id": workspace_id}
-    if session_id is not None:
-        clauses.append("t.session_id = %(session_id)s")
-        params["session_id"] = session_id
-    if context is not None:
-        clauses.append(
-            "t.context IN (%(context)s, 'global')"
-            if context_or_global
-            else "t.context = %(context)s"
-        )
-        params["context"] = context
-    if role is not None:
-        clauses.append("t.role = %(role)s")
-        params["role"] = role
-    if time_from is not None:
-        clauses.append("t.created_at >= %(time_from)s")
-        params["time_from"] = time_from
-    if time_to is not None:
-        clauses.append("t.created_at <= %(time_to)s")
-        params["time_to"] = time_to
-    if excluded:
-        # A ``-word`` of the query: turns holding it are no candidates on either side.
-        clauses.append("NOT t.search_vector @@ to_tsquery('english', %(excluded)s)")
-        params["excluded"] = " | ".join(excluded)
-    return " AND ".join(clauses), params
-
-
-def split_query(q: str) -> tuple[str, list[str]]:
-    """The words to look for and the ``-word`` exclusions of a query."""
-    excluded = sorted({w.casefold() for w in _NEGATED.findall(q)})
-    words = [w for w in WORD.findall(_NEGATED.sub(" ", q))]
-    return " ".join(words), [w for w in excluded if WORD.fullmatch(w)]
-
-
-_NAME = re.compile(r"^(?:[A-Z][\w'’-]*[a-z][\w'’-]*|[A-Z]{2,}|\d+(?:[.,]\d+)?)$")
-
-
-def query_entities(words: str) -> list[str]:
-    """Names and numbers in the query (lexemes): capitalised words after the first,
-    acronyms, and numbers. Their lexemes, lower-cased as the english config stores them."""
-    tokens = words.split()
-    found = []
-    for i, token in enumerate(tokens):
-        if not _NAME.match(token):
-            continue
-        if i == 0 and not (token.isupper() or token[0].isdigit()):
-            continue  # a sentence's first word is capitalised anyway
-        lexeme = token.casefold()
-        if lexeme not in found:
-            found.append(lexeme)
-    return found
-
-
-_TERMS = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
-
-
-def _text_sql(where: str, scoring: str, reply_credit: bool) -> str:
-    if scoring == "ts_rank_cd":
-        base = "SELECT m.id, ts_rank_cd(m.sv, (SELECT q FROM tsq))::float8 AS s FROM m"
-    else:
-        base = """
-            SELECT m.id, sum(
-                df.idf * (f.tf * (%(k1)s + 1))
-                / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * length(m.sv) / al.avgdl))
-            )::float8 AS s
-            FROM m
-            CROSS JOIN (SELECT greatest(avg(length(sv)), 1)::float8 AS avgdl FROM m) al
-            CROSS JOIN LATERAL unnest(m.sv) AS u(lexeme, positions, weights)
-            JOIN df ON df.lx = u.lexeme
-            CROSS JOIN LATERAL (
-                SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-            ) f
-            GROUP BY m.id"""
-    if reply_credit:
-        # The turn right after a match (its reply) gets a share of the match's score.
-        scored = f"""
-            SELECT id, sum(s) AS s FROM (
-                SELECT id, s FROM sc
-                UNION ALL
-                SELECT t.id, %(reply_credit)s * sc.s
-                FROM sc
-                JOIN memory_conversationturn cur ON cur.id = sc.id
-                JOIN memory_conversationturn t ON t.workspace_id = cur.workspace_id
-                     AND t.session_id = cur.session_id AND t.turn_index = cur.turn_index + 1
-                WHERE {where}
-            ) u GROUP BY id"""
-    else:
-        scored = "SELECT id, s FROM sc"
-    return f"""
-    m AS MATERIALIZED (
-        SELECT t.id, t.search_vector AS sv FROM memory_conversationturn t
-        WHERE {where} AND t.search_vector @@ (SELECT q FROM tsq)
-        LIMIT %(text_cap)s
-    ),
-    scope_n AS MATERIALIZED (
-        SELECT count(*)::float8 AS n FROM (
-            SELECT 1 FROM memory_conversationturn t WHERE {where} LIMIT %(n_cap)s
-        ) s
-    ),
-    df AS MATERIALIZED (
-        SELECT terms.lx, ln(1 + (sn.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-        FROM ({_TERMS}) terms
-        CROSS JOIN scope_n sn
-        CROSS JOIN LATERAL (
-            SELECT count(*)::float8 AS df FROM (
-                SELECT 1 FROM memory_conversationturn t
-                WHERE {where} AND t.search_vector @@ quote_literal(terms.lx)::tsquery
-                LIMIT %(df_cap)s
-            ) c
-        ) d
-    ),
-    sc AS MATERIALIZED ({base}),
-    txt AS MATERIALIZED (
-        SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS rank FROM (
-            {scored} ORDER BY s DESC, id LIMIT %(n)s
-        ) x
-    ),"""
-
-
-def turn_search_sql(
-    *,
-    where: str,
-    use_vector: bool,
-    use_text: bool,
-    scoring: str,
-    fusion: str,
-    reply_credit: bool = False,
-    time_window: TimeWindow | None = None,
-    entities: bool = False,
-):
-    """The fused statement (see the module docstring)."""
-    parts = [
-        "WITH tsq AS MATERIALIZED (SELECT (SELECT coalesce(string_agg(quote_literal(lx), ' | '), "
-        f"'')::tsquery FROM ({_TERMS}) terms) AS q),"
-    ]
-    if use_vector:
-
-        def nearest(order: str, extra: str = "") -> str:
-            return f"""
-            SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist
-            FROM memory_conversationturn t
-            WHERE {where} AND t.embedding IS NOT NULL AND t.embedding_model = %(emodel)s{extra}
-            ORDER BY {order}
-            LIMIT %(n)s"""
-
-        parts.append(f"vec_index AS MATERIALIZED ({nearest('t.embedding <=> %(qvec)s::vector')}),")
-        exact = nearest(
-            "(t.embedding <=> %(qvec)s::vector) + 0", " AND NOT EXISTS (SELECT 1 FROM vec_index)"
-        )
-        parts.append(f"""
-        vec AS MATERIALIZED (
-            SELECT id, (1 - dist)::float8 AS s, row_number() OVER (ORDER BY dist, id) AS rank
-            FROM (SELECT * FROM vec_index UNION ALL SELECT * FROM ({exact}) exact) v
-            WHERE 1 - dist >= %(min_sim)s
-        ),""")
-    else:
-        parts.append(
-            "vec AS (SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigint AS rank "
-            "WHERE false),"
-        )
-    if use_text:
-        parts.append(_text_sql(where, scoring, reply_credit))
-    else:
-        parts.append(
-            "m AS (SELECT NULL::bigint AS id WHERE false),"
-            "txt AS (SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigint AS rank "
-            "WHERE false),"
-        )
-    if fusion == "score":
-        relevance = """(
-            %(w_vec)s * coalesce(
-                (vec.s - (SELECT min(s) FROM vec))
-                / nullif((SELECT max(s) FROM vec) - (SELECT min(s) FROM vec), 0), 1)
-                * (vec.id IS NOT NULL)::int
-          + %(w_text)s * coalesce(txt.s / nullif((SELECT max(s) FROM txt), 0), 0)
-        ) / (%(w_vec)s + %(w_text)s)"""
-    else:
-        relevance = """(coalesce(%(w_vec)s / (%(rrf_k)s + vec.rank), 0)
-              + coalesce(%(w_text)s / (%(rrf_k)s + txt.rank), 0)) * %(rrf_norm)s"""
-    if time_window is None:
-        time_boost = "0"
-    elif time_window.month is not None:
-        time_boost = (
-            "%(time_boost)s * (extract(month FROM t.created_at AT TIME ZONE 'UTC') "
-            "= %(tw_month)s)::int"
-        )
-    else:
-        time_boost = (
-            "%(time_boost)s * (t.created_at >= %(tw_start)s AND t.created_at < %(tw_end)s)::int"
-        )
-    # Names and numbers of the query found in the turn: a share of the boost each.
-    entity_boost = (
-        "%(entity_boost)s * (SELECT count(*) FROM unnest(%(entities)s::text[]) e "
-        "WHERE t.search_vector @@ plainto_tsquery('english', e))::float8 / %(entity_n)s"
-        if entities
-        else "0"
-    )
-    parts.append(f"""
-    fused AS (
-        SELECT c.id, vec.rank AS vector_rank, txt.rank AS text_rank, {relevance} AS relevance
-        FROM (SELECT id FROM vec UNION SELECT id FROM txt) c
-        LEFT JOIN vec ON vec.id = c.id
-        LEFT JOIN txt ON txt.id = c.id
-    )
-    SELECT * FROM (
-        SELECT t.id, t.session_id, t.role, t.turn_index, t.context, t.created_at, t.content,
-               f.vector_rank, f.text_rank,
-               (f.relevance + %(session_boost)s * (
-                    sum(f.relevance) OVER (PARTITION BY t.session_id) - f.relevance)
-                  + {time_boost} + {entity_boost})::float8 AS relevance,
-               (SELECT count(*) FROM m)
-                 + (SELECT count(*) FROM fused WHERE fused.id NOT IN (SELECT id FROM m))
-                 AS total
-        FROM fused f JOIN memory_conversationturn t ON t.id = f.id
-    ) r
-    ORDER BY r.relevance DESC, r.created_at DESC, r.id DESC
-    LIMIT %(top_k)s""")
-    return "\n".join(parts)
 
 
 def turn_search(
@@ -375,6 +153,8 @@ def turn_search(
     window = query_time_window(query, now=now or timezone.now()) if time_boost > 0 else None
     entity_boost = float(tuning.get("entity_boost", settings.CAIRN_TURN_ENTITY_BOOST))
     entities = query_entities(words) if entity_boost > 0 else []
+    answer_boost = float(tuning.get("answer_boost", settings.CAIRN_TURN_ANSWER_BOOST))
+    answer_re = answer_pattern(query) if answer_boost > 0 else None
     sql = turn_search_sql(
         where=where,
         use_vector=use_vector,
@@ -384,6 +164,7 @@ def turn_search(
         reply_credit=reply_credit > 0,
         time_window=window,
         entities=bool(entities),
+        answer=bool(answer_re),
     )
     rrf_k = int(settings.CAIRN_RECALL_RRF_K)
     params.update(
@@ -408,6 +189,16 @@ def turn_search(
             "entity_boost": entity_boost,
             "entities": entities,
             "entity_n": max(len(entities), 1),
+            "answer_boost": answer_boost,
+            "answer_re": answer_re,
+            "aside": TRAILING_ASIDE_SQL,
+            "question_penalty": float(
+                tuning.get("question_penalty", settings.CAIRN_TURN_QUESTION_PENALTY)
+            ),
+            "before_credit": float(tuning.get("before_credit", settings.CAIRN_TURN_BEFORE_CREDIT)),
+            "question_credit": float(
+                tuning.get("question_credit", settings.CAIRN_TURN_QUESTION_CREDIT)
+            ),
             "tw_start": window.start if window else None,
             "tw_end": window.end if window else None,
             "tw_month": window.month if window else None,
@@ -529,7 +320,7 @@ def conversation_search(
     )
     words, _excluded = split_query(q)
     try:
-        vector = get_embedder().embed_one(_NEGATED.sub(" ", q).strip() or q)
+        vector = get_embedder().embed_one(NEGATED.sub(" ", q).strip() or q)
     except EmbeddingError:
         logger.exception("query embedding failed; conversation search uses full text only")
         vector = None

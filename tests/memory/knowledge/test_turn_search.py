@@ -14,6 +14,7 @@ from memory.backfill import embed_backfill_pending, embed_backfill_run
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.knowledge import turn_text
+from memory.knowledge.answer_kind import answer_kind
 from memory.knowledge.turn_text import turn_embedding_text
 from memory.models import ConversationTurn
 
@@ -309,3 +310,84 @@ def test_a_period_named_in_the_query_lifts_the_turns_said_then(api, settings):
     assert ids == [may, august]
     ids = [r["id"] for r in api.get(SEARCH, {"q": "hiking in August 2023"}).json()["results"]]
     assert ids == [august, may]
+
+
+# --------------------------------------------------------------------------- asking and answering
+
+
+@pytest.mark.parametrize(
+    "question, kind",
+    [
+        ("When did Calvin first travel to Tokyo?", "time"),
+        ("What year did Maria start volunteering?", "time"),
+        ("How long ago was Caroline's 18th birthday?", "time"),
+        ("How many children does Melanie have?", "number"),
+        ("For how long has Nate had his turtles?", "number"),
+        ("What did Nate feel when he went out?", None),
+        ("Who supports Caroline?", None),
+    ],
+)
+def test_the_kind_of_answer_a_question_asks_for(question, kind):
+    assert answer_kind(question) == kind
+
+
+def _relevance(api, q, turn_id, **params):
+    results = api.get(SEARCH, {"q": q, **params}).json()["results"]
+    return next((r["rank"] for r in results if r["id"] == turn_id), 0.0)
+
+
+def test_a_turn_that_asks_passes_part_of_its_relevance_to_its_reply(api, settings):
+    asks, reply = _store(
+        api, "s", ["What is your favourite board game?", "Definitely chess, every weekend."]
+    )
+    _store(api, "other", ["Cooking pasta tonight.", "Sounds tasty."])
+    q = "favourite board game"
+    settings.CAIRN_TURN_QUESTION_PENALTY, settings.CAIRN_TURN_QUESTION_CREDIT = 0.0, 0.0
+    settings.CAIRN_TURN_BEFORE_CREDIT = 0.0
+    asks_alone, reply_alone = _relevance(api, q, asks), _relevance(api, q, reply)
+    settings.CAIRN_TURN_QUESTION_PENALTY, settings.CAIRN_TURN_QUESTION_CREDIT = 0.5, 0.5
+    assert _relevance(api, q, asks) == pytest.approx(asks_alone * 0.5, rel=1e-6)
+    assert _relevance(api, q, reply) == pytest.approx(reply_alone + asks_alone * 0.5, rel=1e-6)
+
+
+def test_a_turn_that_does_not_ask_passes_nothing_to_the_next_but_credits_the_one_before(
+    api, settings
+):
+    before, said = _store(api, "s", ["Guess what happened.", "I adopted a puppy named Rex."])
+    q = "adopted puppy Rex"
+    settings.CAIRN_TURN_ENTITY_BOOST = 0.0  # the credit is a share of the fused relevance
+    settings.CAIRN_TURN_QUESTION_CREDIT, settings.CAIRN_TURN_BEFORE_CREDIT = 0.5, 0.0
+    said_alone, before_alone = _relevance(api, q, said), _relevance(api, q, before)
+    settings.CAIRN_TURN_BEFORE_CREDIT = 0.25
+    assert _relevance(api, q, said) == pytest.approx(said_alone, rel=1e-6)
+    assert _relevance(api, q, before) == pytest.approx(before_alone + said_alone * 0.25, rel=1e-6)
+
+
+def test_a_when_question_lifts_the_turn_that_says_when(api, settings):
+    settings.CAIRN_TURN_ANSWER_BOOST = 0.3
+    when, who, often = _store(
+        api,
+        "alps",
+        [
+            "We went hiking in the Alps last summer [shares a photo: a lake]",
+            "We went hiking in the Alps with Sam and Kim",
+            "We went hiking in the Alps three times",
+        ],
+    )
+    ids = [
+        r["id"]
+        for r in api.get(SEARCH, {"q": "When did we go hiking in the Alps?"}).json()["results"]
+    ]
+    assert ids[0] == when
+    ids = [
+        r["id"]
+        for r in api.get(SEARCH, {"q": "How often did we hike in the Alps?"}).json()["results"]
+    ]
+    assert ids[0] == often
+    settings.CAIRN_TURN_ANSWER_BOOST = 0.0
+    lifted = _relevance(api, "When did we go hiking in the Alps?", when)
+    settings.CAIRN_TURN_ANSWER_BOOST = 0.3
+    assert _relevance(api, "When did we go hiking in the Alps?", when) == pytest.approx(
+        lifted + 0.3, rel=1e-6
+    )
+    assert who in [r["id"] for r in api.get(SEARCH, {"q": "Who hiked the Alps?"}).json()["results"]]
