@@ -178,6 +178,13 @@ def recall_filters_sql(
 _TERMS = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
 
 
+# idf counts stop here (one GIN look-up per query word, and one count of the scope,
+# on every recall): at 100k items, exact counts cost ~0.4 s a query. Past the caps a
+# word is simply "common"; scopes below them (a conversation, a project) are exact.
+BM25_SCOPE_CAP = 10_000
+BM25_DF_CAP = 1_000
+
+
 def bm25_sql(where: str) -> str:
     """CTEs ``m`` (the matches, at most %(text_cap)s), ``df`` (each query lexeme's idf
     over the scope, from a capped count: one GIN lookup per lexeme) and ``sc`` (each
@@ -355,8 +362,8 @@ def recall_sql_params(*, w_vec: float, w_text: float, rrf_k: int, text_gate: boo
         "rrf_norm": (rrf_k + 1) / (w_vec + w_text) if (w_vec + w_text) > 0 else 0.0,
         "w_conf": float(settings.CAIRN_RECALL_CONFIDENCE_WEIGHT),
         "text_cap": int(settings.CAIRN_RECALL_TEXT_MATCH_CAP),
-        "n_cap": 100_000,
-        "df_cap": int(settings.CAIRN_TURN_BM25_DF_CAP),
+        "n_cap": BM25_SCOPE_CAP,
+        "df_cap": BM25_DF_CAP,
         "k1": float(settings.CAIRN_TURN_BM25_K1),
         "b": float(settings.CAIRN_TURN_BM25_B),
         # Without a vector side there is nothing to weigh a weak text match against.
