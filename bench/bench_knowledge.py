@@ -11,7 +11,8 @@ Writes bench/results/knowledge.json and bench/results/knowledge.svg and prints
 markdown tables. Usage (from the repository root, services running)::
 
     .venv/bin/python bench/bench_knowledge.py              # 10k and 100k
-    .venv/bin/python bench/bench_knowledge.py --quick      # 2k and 10k, fewer queries
+    .venv/bin/python bench/bench_knowledge.py --quick      # 2k and 10k, fewer queries/configs
+    .venv/bin/python bench/bench_knowledge.py --quick --skip scale,remember  # LoCoMo only
 """
 
 from __future__ import annotations
@@ -131,12 +132,12 @@ def _copy_rows(workspace_id: int, vectors, texts: list[str]) -> None:
     columns = (
         "workspace_id, content, category, domain, entity, context, sensitive, source, "
         "confidence, use_count, metadata, operation_key, pinned, sealed, status, embedding, "
-        "embedding_model, created_at, updated_at"
+        "embedding_model, channel, created_at, updated_at, observed_at"
     )
     types = [
         "bigint", "text", "varchar", "varchar", "varchar", "varchar", "bool", "varchar",
         "float8", "int4", "jsonb", "varchar", "bool", "bool", "varchar", "vector",
-        "varchar", "timestamptz", "timestamptz",
+        "varchar", "varchar", "timestamptz", "timestamptz", "timestamptz",
     ]  # fmt: skip
     from django.utils import timezone
 
@@ -152,18 +153,21 @@ def _copy_rows(workspace_id: int, vectors, texts: list[str]) -> None:
                     (
                         workspace_id, texts[i], "fact", "", f"bucket:{bucket}", "global", False,
                         "import", 0.5, 0, Jsonb({"b": bucket}), "", False, False, "active",
-                        vectors[i], "client", now, now,
+                        vectors[i], "client", "agent", now, now, now,
                     )
                 )  # fmt: skip
 
 
-def _explain_uses_hnsw(sql: str, params: dict) -> bool:
+def _explain(sql: str, params: dict) -> str:
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    return "knowledge_embedding_hnsw" in plan
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def _explain_uses_hnsw(sql: str, params: dict) -> bool:
+    return "knowledge_embedding_hnsw" in _explain(sql, params)
 
 
 def bench_scale(n: int, queries: int, rng, vocab, data: str = "clustered") -> dict:
@@ -174,6 +178,7 @@ def bench_scale(n: int, queries: int, rng, vocab, data: str = "clustered") -> di
     from memory.knowledge.recall import (
         recall_filters_sql,
         recall_sql,
+        recall_sql_params,
         set_vector_search,
         vector_literal,
     )
@@ -218,22 +223,27 @@ def bench_scale(n: int, queries: int, rng, vocab, data: str = "clustered") -> di
         include_sensitive=False,
     )
     hybrid = recall_sql(
-        where=where, use_vector=True, use_text=True, text_mode=settings.CAIRN_RECALL_TEXT_MODE
+        where=where,
+        use_vector=True,
+        use_text=True,
+        text_mode=settings.CAIRN_RECALL_TEXT_MODE,
+        fusion=settings.CAIRN_RECALL_FUSION,
     )
 
     def hybrid_params(i: int) -> dict:
         return {
             **base,
             "qvec": vector_literal(query_vectors[i]),
+            "emodel": "client",  # the rows' model: client vectors
             "text": query_texts[i],
             "n": 40,
-            "w_vec": settings.CAIRN_RECALL_VECTOR_WEIGHT,
-            "w_text": settings.CAIRN_RECALL_TEXT_WEIGHT,
-            "rrf_k": settings.CAIRN_RECALL_RRF_K,
-            "rrf_norm": 1.0,
-            "w_conf": settings.CAIRN_RECALL_CONFIDENCE_WEIGHT,
             "top_k": top_k,
-            "text_cap": settings.CAIRN_RECALL_TEXT_MATCH_CAP,
+            **recall_sql_params(
+                w_vec=settings.CAIRN_RECALL_VECTOR_WEIGHT,
+                w_text=settings.CAIRN_RECALL_TEXT_WEIGHT,
+                rrf_k=settings.CAIRN_RECALL_RRF_K,
+                text_gate=True,
+            ),
         }
 
     def vector_sql(extra: str = "") -> str:
@@ -366,9 +376,13 @@ def bench_scale(n: int, queries: int, rng, vocab, data: str = "clustered") -> di
     api_factor = latency["api_recall_client_vector"]["p50_ms"] / max(
         latency["sql_hybrid"]["p50_ms"], 1e-6
     )
+    hybrid_plan = _explain(hybrid, hybrid_params(0))
     return {
         "items": n,
         "queries": queries,
+        "fusion": settings.CAIRN_RECALL_FUSION,
+        "hybrid_uses_hnsw": "knowledge_embedding_hnsw" in hybrid_plan,
+        "hybrid_uses_gin": "knowledge_search_gin" in hybrid_plan,
         "load_s": round(load["s"], 2),
         "hnsw_build_s": round(build["s"], 2),
         "ef_search": ef,
@@ -503,32 +517,33 @@ def _locomo_load(path: Path, limit_conversations: int | None):
     return turns, questions, report
 
 
-def _paraphrase_hits(configs) -> dict[str, float]:
-    """hit@3 of each config on the 40-fact paraphrase fixture (its own workspace)."""
+def _fixture_hits(configs, name: str, pairs, extra: list[str]) -> dict[str, float]:
+    """hit@3 of each config on a fixture of (answer, question) pairs, in its own
+    workspace with ``extra`` items beside the answers."""
     from memory.core.embeddings import get_embedder
     from memory.identity.services import workspace_get_or_create
     from memory.knowledge.recall import knowledge_search
     from memory.models import Knowledge
-    from tests.memory.knowledge.recall_fixture import FACTS
 
-    workspace = workspace_get_or_create(name="bench-paraphrase")
+    workspace = workspace_get_or_create(name=name)
     embedder = get_embedder()
+    contents = [answer for answer, _ in pairs] + extra
     items = Knowledge.objects.bulk_create(
         [
             Knowledge(
                 workspace=workspace,
-                content=fact,
+                content=content,
                 embedding=vector,
                 embedding_model=embedder.model_id,
             )
-            for (fact, _), vector in zip(FACTS, embedder.embed([f for f, _ in FACTS]), strict=True)
+            for content, vector in zip(contents, embedder.embed(contents), strict=True)
         ]
     )
-    questions = embedder.embed([q for _, q in FACTS])
+    questions = embedder.embed([q for _, q in pairs])
     out = {}
-    for name, w_vec, w_text, mode in configs:
+    for config, w_vec, w_text, mode, fusion in configs:
         hits = 0
-        for item, (_, question), vector in zip(items, FACTS, questions, strict=True):
+        for item, (_, question), vector in zip(items, pairs, questions, strict=False):
             found = knowledge_search(
                 workspace=workspace,
                 query=question,
@@ -537,13 +552,29 @@ def _paraphrase_hits(configs) -> dict[str, float]:
                 vector_weight=w_vec,
                 text_weight=w_text,
                 text_mode=mode,
+                fusion=fusion,
             )
             hits += item.pk in [h.id for h in found]
-        out[name] = round(hits / len(FACTS), 4)
+        out[config] = round(hits / len(pairs), 4)
     return out
 
 
-def bench_locomo(limit_conversations: int | None) -> dict:
+def _paraphrase_hits(configs) -> dict[str, float]:
+    """hit@3 on the 40-fact paraphrase fixture."""
+    from tests.memory.knowledge.recall_fixture import FACTS
+
+    return _fixture_hits(configs, "bench-paraphrase", FACTS, [])
+
+
+def _advice_hits(configs) -> dict[str, float]:
+    """hit@3 on the advice fixture: 20 preferences among 200 distractors."""
+    from tests.memory.knowledge.advice_fixture import ADVICE, DISTRACTORS
+
+    pairs = [(preference, question) for preference, question, _ in ADVICE]
+    return _fixture_hits(configs, "bench-advice", pairs, DISTRACTORS)
+
+
+def bench_locomo(limit_conversations: int | None, quick: bool = False) -> dict:
     import numpy as np
     from django.conf import settings
 
@@ -587,17 +618,27 @@ def bench_locomo(limit_conversations: int | None) -> dict:
         flush=True,
     )
 
-    configs = [("vector only", 1.0, 0.0, "and"), ("text only (AND)", 0.0, 1.0, "and")]
-    configs.append(("text only (OR)", 0.0, 1.0, "or"))
-    for mode in ("and", "or"):
-        for w_vec, w_text in GRID:
-            configs.append((f"hybrid {w_vec}/{w_text} ({mode.upper()})", w_vec, w_text, mode))
+    configs = [("vector only", 1.0, 0.0, "and", "rrf"), ("text only (AND)", 0.0, 1.0, "and", "rrf")]
+    configs.append(("text only (OR)", 0.0, 1.0, "or", "rrf"))
+    configs.append(("text only (OR, BM25)", 0.0, 1.0, "or", "score"))
+    for fusion, modes in (("rrf", ("and", "or")), ("score", ("or",))):
+        for mode in modes:
+            for w_vec, w_text in GRID:
+                name = f"hybrid {w_vec}/{w_text} ({mode.upper()}"
+                name += ", score)" if fusion == "score" else ")"
+                configs.append((name, w_vec, w_text, mode, fusion))
+    if quick:
+        # The configured fusion and the old one, at the weights both use, and each side alone.
+        keep = {"vector only", "text only (OR)", "text only (OR, BM25)"}
+        keep |= {"hybrid 0.3/0.7 (OR)", "hybrid 0.3/0.7 (OR, score)", "hybrid 0.4/0.6 (OR, score)"}
+        configs = [c for c in configs if c[0] in keep]
 
     from tqdm import tqdm
 
     paraphrase = _paraphrase_hits(configs)
+    advice = _advice_hits(configs)
     results = []
-    for name, w_vec, w_text, mode in configs:
+    for name, w_vec, w_text, mode, fusion in configs:
         hit5, rec5, rec10 = [], [], []
         per_category: dict[int, list[float]] = {}
         for q, vector in tqdm(
@@ -612,6 +653,7 @@ def bench_locomo(limit_conversations: int | None) -> dict:
                 vector_weight=w_vec,
                 text_weight=w_text,
                 text_mode=mode,
+                fusion=fusion,
             )
             ranked = [dia_of[h.id] for h in hits]
             evidence = q["evidence"]
@@ -626,10 +668,12 @@ def bench_locomo(limit_conversations: int | None) -> dict:
                 "vector_weight": w_vec,
                 "text_weight": w_text,
                 "text_mode": mode,
+                "fusion": fusion,
                 "hit_at_5": round(float(np.mean(hit5)), 4),
                 "recall_at_5": round(float(np.mean(rec5)), 4),
                 "recall_at_10": round(float(np.mean(rec10)), 4),
                 "paraphrase_hit_at_3": paraphrase[name],
+                "advice_hit_at_3": advice[name],
                 "hit_at_5_by_category": {
                     str(c): round(float(np.mean(v)), 4) for c, v in sorted(per_category.items())
                 },
@@ -637,7 +681,8 @@ def bench_locomo(limit_conversations: int | None) -> dict:
         )
         print(
             f"  {name:28s} hit@5 {results[-1]['hit_at_5']:.3f}  "
-            f"recall@10 {results[-1]['recall_at_10']:.3f}  paraphrase@3 {paraphrase[name]:.3f}",
+            f"recall@10 {results[-1]['recall_at_10']:.3f}  paraphrase@3 {paraphrase[name]:.3f}  "
+            f"advice@3 {advice[name]:.3f}",
             flush=True,
         )
     hybrids = [r for r in results if r["config"].startswith("hybrid")]
@@ -650,6 +695,7 @@ def bench_locomo(limit_conversations: int | None) -> dict:
             if r["vector_weight"] == settings.CAIRN_RECALL_VECTOR_WEIGHT
             and r["text_weight"] == settings.CAIRN_RECALL_TEXT_WEIGHT
             and r["text_mode"] == settings.CAIRN_RECALL_TEXT_MODE
+            and r["fusion"] == settings.CAIRN_RECALL_FUSION
         ),
         None,
     )
@@ -826,12 +872,16 @@ def report(results: dict) -> str:
     if locomo.get("results"):
         rows = [
             {"config": r["config"], "hit@5": r["hit_at_5"], "recall@5": r["recall_at_5"],
-             "recall@10": r["recall_at_10"], "paraphrase hit@3": r["paraphrase_hit_at_3"]}
+             "recall@10": r["recall_at_10"], "paraphrase hit@3": r["paraphrase_hit_at_3"],
+             "advice hit@3": r.get("advice_hit_at_3", "")}
             for r in locomo["results"]
         ]  # fmt: skip
         lines += [
             f"LoCoMo ({locomo['questions']} questions, {locomo['turns']} turns, unit: turn)",
-            common.table(rows, ["config", "hit@5", "recall@5", "recall@10", "paraphrase hit@3"]),
+            common.table(
+                rows,
+                ["config", "hit@5", "recall@5", "recall@10", "paraphrase hit@3", "advice hit@3"],
+            ),
             f"best hybrid: {locomo['best_hybrid']}; configured: {locomo['configured']}",
             "",
         ]
@@ -842,7 +892,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--quick", action="store_true", help="2k and 10k items, 30 queries")
+    parser.add_argument(
+        "--quick", action="store_true", help="2k and 10k items, 30 queries, 6 LoCoMo configs"
+    )
     parser.add_argument("--skip", default="", help="comma list of: scale,remember,locomo")
     parser.add_argument("--locomo-conversations", type=int, default=None)
     parser.add_argument("--keep-db", action="store_true")
@@ -876,7 +928,7 @@ def main(argv: list[str] | None = None) -> int:
         if "remember" not in skip:
             results["remember"] = bench_remember(rng, vocab, single=200, batches=10, batch_size=50)
         if "locomo" not in skip:
-            results["locomo"] = bench_locomo(args.locomo_conversations)
+            results["locomo"] = bench_locomo(args.locomo_conversations, args.quick)
     finally:
         if not args.keep_db:
             common.drop_database()

@@ -42,6 +42,18 @@ def _recall_default() -> dict | None:
     return None
 
 
+def _knowledge_advice() -> tuple[dict, dict] | None:
+    """The RRF 0.3/0.7 row and the configured row of bench_knowledge.py's LoCoMo grid,
+    from the newest result file that has the advice fixture's hit@3."""
+    for name in ("knowledge.json", "knowledge-advice-locomo.json"):
+        locomo = (_load(name) or {}).get("locomo") or {}
+        rows = {r["config"]: r for r in locomo.get("results", [])}
+        before, after = rows.get("hybrid 0.3/0.7 (OR)"), rows.get(locomo.get("configured"))
+        if before and after and "advice_hit_at_3" in before:
+            return before, after
+    return None
+
+
 def _load(name: str) -> dict | None:
     path = RESULTS / name
     return json.loads(path.read_text()) if path.is_file() else None
@@ -96,6 +108,16 @@ def rows() -> list[tuple[str, str, str]]:
         out.append(("LoCoMo category 3 evidence-turn any@5",
                     BEFORE["LoCoMo category 3 evidence-turn any@5"],
                     f"{conv['by_category']['3 open-domain']['turn_any_at_5']}"))  # fmt: skip
+    advice = _knowledge_advice()
+    if advice:
+        before, after = advice
+        out.append((
+            "advice questions: answer in /recall/'s top 3 (tests/memory/knowledge/advice_fixture.py)",
+            f"{round(before['advice_hit_at_3'] * 20)} of 20 (RRF 0.3/0.7)",
+            f"{round(after['advice_hit_at_3'] * 20)} of 20 ({after['config']}); LoCoMo knowledge "
+            f"hit@5 {before['hit_at_5']} → {after['hit_at_5']}, paraphrase hit@3 "
+            f"{before['paraphrase_hit_at_3']} → {after['paraphrase_hit_at_3']}",
+        ))  # fmt: skip
     if rss:
         for label, run in rss["runs"].items():
             first, last = run["samples"][0], run["samples"][-1]

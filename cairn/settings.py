@@ -333,26 +333,26 @@ CAIRN_UI_LESSON_ACTIVITY_MAX = 50
 CAIRN_UI_PROJECTS_MAX = 200
 
 # --- knowledge store and recall (SPEC section 3) ------------------------------
-# Hybrid recall: reciprocal-rank fusion of the vector and full-text candidate lists,
-# w_vec/(K+rank_vec) + w_text/(K+rank_text). The spec starts at 0.6/0.4 with the text
-# side as typed (AND); set by the numbers (bench/README.md, README "Benchmarks"): on
-# LoCoMo (1,535 questions) 0.3/0.7 with OR scored evidence hit@5 0.573 against 0.455
-# for 0.6/0.4 AND, keeping hit@3 0.95 on the 40-fact paraphrase fixture.
+# Hybrid recall (memory/knowledge/recall.py): "score" fusion weighs each list's scores
+# scaled 0..1 (vector min-max, BM25 by its best), the text side's weight ramped from 0 at
+# a best match covering 30% of the query's idf to all of it at 70%, so a weak match on a
+# few ordinary words cannot outrank the nearest meaning ("rrf": the reciprocal-rank fusion
+# before). Set on LoCoMo, the paraphrase and the advice fixtures (README "Benchmarks").
+CAIRN_RECALL_FUSION = envstr("CAIRN_RECALL_FUSION", "score")  # | rrf
 CAIRN_RECALL_VECTOR_WEIGHT = envfloat("CAIRN_RECALL_VECTOR_WEIGHT", 0.3)
 CAIRN_RECALL_TEXT_WEIGHT = envfloat("CAIRN_RECALL_TEXT_WEIGHT", 0.7)
+CAIRN_RECALL_TEXT_WEAK = envfloat("CAIRN_RECALL_TEXT_WEAK", 0.3)
+CAIRN_RECALL_TEXT_STRONG = envfloat("CAIRN_RECALL_TEXT_STRONG", 0.7)
 CAIRN_RECALL_RRF_K = envint("CAIRN_RECALL_RRF_K", 60)
-# Full-text side: "and" = websearch_to_tsquery as typed (every word must match: a
-# question rarely shares all its words with the answer, LoCoMo hit@5 0.117 alone);
-# "or" = any of the query's lexemes, ranked by ts_rank_cd (0.559 alone).
+# Full-text side: "and" = websearch_to_tsquery as typed (every word must match: LoCoMo
+# hit@5 0.117 alone, a question rarely has all its answer's words); "or" = any lexeme.
 CAIRN_RECALL_TEXT_MODE = envstr("CAIRN_RECALL_TEXT_MODE", "or")
 # At most this many full-text matches are ranked (bounds the cost of common words).
 CAIRN_RECALL_TEXT_MATCH_CAP = envint("CAIRN_RECALL_TEXT_MATCH_CAP", 2000)
 # Strength is a tiebreaker only: score = relevance + 0.05 × confidence.
 CAIRN_RECALL_CONFIDENCE_WEIGHT = envfloat("CAIRN_RECALL_CONFIDENCE_WEIGHT", 0.05)
 # Adaptive top_k by query complexity (memory/selectors/knowledge.py: recall_default_top_k).
-CAIRN_RECALL_TOP_K_SIMPLE = 3
-CAIRN_RECALL_TOP_K_DEFAULT = 5
-CAIRN_RECALL_TOP_K_COMPLEX = 10
+CAIRN_RECALL_TOP_K_SIMPLE, CAIRN_RECALL_TOP_K_DEFAULT, CAIRN_RECALL_TOP_K_COMPLEX = 3, 5, 10
 CAIRN_RECALL_TOP_K_MAX = 50
 # Each candidate list holds max(top_k × factor, minimum) rows before fusion.
 CAIRN_RECALL_CANDIDATE_FACTOR = 4

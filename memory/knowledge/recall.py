@@ -1,6 +1,13 @@
 """Hybrid recall: one SQL statement fusing the HNSW vector walk and full text,
 with the exact fallback, and the use counts recall records. Reads only, except
-those counts; recall never changes confidence."""
+those counts; recall never changes confidence.
+
+Fusion (``CAIRN_RECALL_FUSION``) is by score: the vector list's cosine
+similarities scaled min-max, the text list's BM25 scaled by its best, weighted
+0.3/0.7, with the text weight scaled by how much of the query that best match
+holds (see ``_SCORE_RELEVANCE``). "rrf" is the weighted reciprocal-rank fusion
+it replaced, which ranked advice questions' answers (a stated preference sharing
+no word with "any tips for dinner?") below every item sharing one word."""
 
 from __future__ import annotations
 
@@ -168,7 +175,92 @@ def recall_filters_sql(
     return " AND ".join(clauses), params
 
 
-def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) -> str:
+_TERMS = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
+
+
+# idf counts stop here (one GIN look-up per query word, and one count of the scope,
+# on every recall): at 100k items, exact counts cost ~0.4 s a query. Past the caps a
+# word is simply "common"; scopes below them (a conversation, a project) are exact.
+BM25_SCOPE_CAP = 10_000
+BM25_DF_CAP = 1_000
+
+
+def bm25_sql(where: str) -> str:
+    """CTEs ``m`` (the matches, at most %(text_cap)s), ``df`` (each query lexeme's idf
+    over the scope, from a capped count: one GIN lookup per lexeme) and ``sc`` (each
+    match's BM25: term frequencies from the tsvector's positions, length normalised
+    by the matches' average). The same scoring as conversation turns'."""
+    return f"""
+    m AS MATERIALIZED (
+        SELECT k.id, k.search_vector AS sv FROM memory_knowledge k
+        WHERE {where} AND k.search_vector @@ (SELECT q FROM tsq)
+        LIMIT %(text_cap)s
+    ),
+    scope_n AS MATERIALIZED (
+        SELECT count(*)::float8 AS n FROM (
+            SELECT 1 FROM memory_knowledge k WHERE {where} LIMIT %(n_cap)s
+        ) s
+    ),
+    df AS MATERIALIZED (
+        SELECT terms.lx, ln(1 + (sn.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+        FROM ({_TERMS}) terms
+        CROSS JOIN scope_n sn
+        CROSS JOIN LATERAL (
+            SELECT count(*)::float8 AS df FROM (
+                SELECT 1 FROM memory_knowledge k
+                WHERE {where} AND k.search_vector @@ quote_literal(terms.lx)::tsquery
+                LIMIT %(df_cap)s
+            ) c
+        ) d
+    ),
+    sc AS MATERIALIZED (
+        SELECT m.id, sum(
+            df.idf * (f.tf * (%(k1)s + 1))
+            / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * length(m.sv) / al.avgdl))
+        )::float8 AS s
+        FROM m
+        CROSS JOIN (SELECT greatest(avg(length(sv)), 1)::float8 AS avgdl FROM m) al
+        CROSS JOIN LATERAL unnest(m.sv) AS u(lexeme, positions, weights)
+        JOIN df ON df.lx = u.lexeme
+        CROSS JOIN LATERAL (
+            SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf
+        ) f
+        GROUP BY m.id
+    ),"""
+
+
+# Score fusion (CAIRN_RECALL_FUSION="score"): each list's scores scaled to 0..1 (the
+# vector side min-max over its candidates, BM25 by the best match), then weighted.
+# The text side's weight is scaled by its best match's strength: that match's BM25
+# over the query's ideal match (every query lexeme once, at average length: the
+# sum of their idfs), from none at CAIRN_RECALL_TEXT_WEAK up to all of it at
+# CAIRN_RECALL_TEXT_STRONG. A match on one of four ordinary query words is weak, so
+# it cannot outrank the nearest meaning; a match on the rare words is strong.
+_SCORE_RELEVANCE = """(
+        %(w_vec)s * coalesce(
+            (vec.s - (SELECT min(s) FROM vec))
+            / nullif((SELECT max(s) FROM vec) - (SELECT min(s) FROM vec), 0), 1)
+            * (vec.id IS NOT NULL)::int
+      + %(w_text)s * (SELECT g FROM gate)
+            * coalesce(txt.s / nullif((SELECT max(s) FROM txt), 0), 0)
+    ) / nullif(%(w_vec)s + %(w_text)s, 0)"""
+
+_GATE = """
+    gate AS MATERIALIZED (
+        SELECT CASE WHEN NOT %(text_gate)s THEN 1.0::float8 ELSE least(1, greatest(0,
+            (least(1, coalesce((SELECT max(s) FROM txt)
+                               / nullif((SELECT sum(idf) FROM df), 0), 0))
+             - %(text_weak)s) / nullif(%(text_strong)s - %(text_weak)s, 0)
+        ))::float8 END AS g
+    ),"""
+
+_RRF_RELEVANCE = """(coalesce(%(w_vec)s / (%(rrf_k)s + vec.rank), 0)
+              + coalesce(%(w_text)s / (%(rrf_k)s + txt.rank), 0)) * %(rrf_norm)s"""
+
+
+def recall_sql(
+    *, where: str, use_vector: bool, use_text: bool, text_mode: str, fusion: str = "score"
+) -> str:
     """The fused recall statement (see the module docstring).
 
     The vector side walks the HNSW index; if that walk comes back empty for a
@@ -177,7 +269,13 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
     statement answers the scope exactly instead: ordered by an expression the
     index cannot serve, read through the btree filters. The uncorrelated
     NOT EXISTS is a one-time filter, so the exact scan runs only then.
+
+    ``fusion``: "score" (the default; see ``_SCORE_RELEVANCE``, text scored by BM25)
+    or "rrf" (weighted reciprocal rank, text ranked by ``ts_rank_cd``: the fusion
+    before issue 17's advice questions, kept for comparison).
     """
+    if fusion not in ("score", "rrf"):
+        raise ValueError(f"unknown recall fusion {fusion!r}")
     if use_vector:
 
         def nearest(order: str, extra: str = "") -> str:
@@ -190,7 +288,8 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
             LIMIT %(n)s"""
 
         vec = f"""
-        SELECT id, row_number() OVER (ORDER BY dist, id) AS rank FROM (
+        SELECT id, (1 - dist)::float8 AS s, row_number() OVER (ORDER BY dist, id) AS rank
+        FROM (
             SELECT * FROM vec_index
             UNION ALL
             SELECT * FROM ({
@@ -202,13 +301,20 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
         ) v"""
         vec_index = f"vec_index AS MATERIALIZED ({nearest('k.embedding <=> %(qvec)s::vector')}),"
     else:
-        vec = "SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE false"
+        vec = "SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigint AS rank WHERE false"
         vec_index = ""
-    if use_text:
+    scoring = ""
+    if use_text and fusion == "score":
+        scoring = bm25_sql(where)
+        txt = """
+        SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS rank FROM (
+            SELECT id, s FROM sc ORDER BY s DESC, id LIMIT %(n)s
+        ) t"""
+    elif use_text:
         # Ranking reads every match's tsvector, so at most %(text_cap)s matches are
         # ranked: words common enough to match more than that carry little signal.
         txt = f"""
-        SELECT id, row_number() OVER (ORDER BY r DESC, id) AS rank FROM (
+        SELECT id, r::float8 AS s, row_number() OVER (ORDER BY r DESC, id) AS rank FROM (
             SELECT m.id, ts_rank_cd(m.search_vector, (SELECT q FROM tsq)) AS r
             FROM (
                 SELECT k.id, k.search_vector FROM memory_knowledge k
@@ -219,16 +325,21 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
             LIMIT %(n)s
         ) t"""
     else:
-        txt = "SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE false"
+        txt = "SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigint AS rank WHERE false"
+    if fusion == "score":
+        relevance = _SCORE_RELEVANCE
+        gate = _GATE if use_text else "gate AS (SELECT 1.0::float8 AS g),"
+    else:
+        relevance, gate = _RRF_RELEVANCE, ""
     return f"""
     WITH tsq AS MATERIALIZED (SELECT {_tsquery_sql(text_mode)} AS q),
     {vec_index}
     vec AS MATERIALIZED ({vec}),
+    {scoring}
     txt AS MATERIALIZED ({txt}),
+    {gate}
     fused AS (
-        SELECT c.id, vec.rank AS vector_rank, txt.rank AS text_rank,
-               (coalesce(%(w_vec)s / (%(rrf_k)s + vec.rank), 0)
-              + coalesce(%(w_text)s / (%(rrf_k)s + txt.rank), 0)) * %(rrf_norm)s AS relevance
+        SELECT c.id, vec.rank AS vector_rank, txt.rank AS text_rank, {relevance} AS relevance
         FROM (SELECT id FROM vec UNION SELECT id FROM txt) c
         LEFT JOIN vec ON vec.id = c.id
         LEFT JOIN txt ON txt.id = c.id
@@ -239,6 +350,27 @@ def recall_sql(*, where: str, use_vector: bool, use_text: bool, text_mode: str) 
     ORDER BY score DESC, k.confidence DESC, k.observed_at DESC, k.id DESC
     LIMIT %(top_k)s
     """
+
+
+def recall_sql_params(*, w_vec: float, w_text: float, rrf_k: int, text_gate: bool) -> dict:
+    """The tuning parameters of ``recall_sql`` (weights, RRF and BM25 constants, the
+    text-strength gate); the caller adds the query's and the filters'."""
+    return {
+        "w_vec": float(w_vec),
+        "w_text": float(w_text),
+        "rrf_k": rrf_k,
+        "rrf_norm": (rrf_k + 1) / (w_vec + w_text) if (w_vec + w_text) > 0 else 0.0,
+        "w_conf": float(settings.CAIRN_RECALL_CONFIDENCE_WEIGHT),
+        "text_cap": int(settings.CAIRN_RECALL_TEXT_MATCH_CAP),
+        "n_cap": BM25_SCOPE_CAP,
+        "df_cap": BM25_DF_CAP,
+        "k1": float(settings.CAIRN_TURN_BM25_K1),
+        "b": float(settings.CAIRN_TURN_BM25_B),
+        # Without a vector side there is nothing to weigh a weak text match against.
+        "text_gate": bool(text_gate),
+        "text_weak": float(settings.CAIRN_RECALL_TEXT_WEAK),
+        "text_strong": float(settings.CAIRN_RECALL_TEXT_STRONG),
+    }
 
 
 def candidate_count(top_k: int) -> int:
@@ -261,6 +393,7 @@ def knowledge_search(
     text_weight: float | None = None,
     rrf_k: int | None = None,
     text_mode: str | None = None,
+    fusion: str | None = None,
     candidates: int | None = None,
     ef_search: int | None = None,
 ) -> list[RecallHit]:
@@ -280,12 +413,17 @@ def knowledge_search(
     )
     use_vector = w_vec > 0 and query_embedding is not None
     use_text = w_text > 0 and bool(query.strip())
+    fusion = fusion or settings.CAIRN_RECALL_FUSION
     sql = recall_sql(
         where=where,
         use_vector=use_vector,
         use_text=use_text,
         text_mode=text_mode or settings.CAIRN_RECALL_TEXT_MODE,
+        fusion=fusion,
     )
+    if fusion == "score":
+        # A missing side weighs nothing: first in the other list is still 1.0.
+        w_vec, w_text = (w_vec if use_vector else 0.0), (w_text if use_text else 0.0)
     params.update(
         {
             "qvec": vector_literal(query_embedding) if use_vector else None,
@@ -294,13 +432,8 @@ def knowledge_search(
             "emodel": get_embedder().model_id if use_vector else "",
             "text": query,
             "n": n,
-            "w_vec": float(w_vec),
-            "w_text": float(w_text),
-            "rrf_k": rrf_k,
-            "rrf_norm": (rrf_k + 1) / (w_vec + w_text) if (w_vec + w_text) > 0 else 0.0,
-            "w_conf": float(settings.CAIRN_RECALL_CONFIDENCE_WEIGHT),
             "top_k": int(top_k),
-            "text_cap": int(settings.CAIRN_RECALL_TEXT_MATCH_CAP),
+            **recall_sql_params(w_vec=w_vec, w_text=w_text, rrf_k=rrf_k, text_gate=use_vector),
         }
     )
     with transaction.atomic(), connection.cursor() as cursor:

@@ -1,7 +1,6 @@
 from datetime import timedelta
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from memory.core.actors import Actor
@@ -54,10 +53,21 @@ def test_each_result_shows_its_ranks_and_a_score_from_relevance_plus_strength(wo
     top = result.hits[0]
     assert top.id == item.pk
     assert (top.vector_rank, top.text_rank) == (1, 1)
-    assert top.relevance == pytest.approx(1.0)  # rank 1 in both lists
+    # First in both lists, and its text match holds every query word: the full weight.
+    assert top.relevance == pytest.approx(1.0)
     assert top.score == pytest.approx(1.0 + 0.05 * 0.8)
     other = result.hits[1]
     assert other.text_rank is None and other.vector_rank == 2
+    # Last of the vector list (scaled 0..1 over the list) and no text match.
+    assert other.relevance == pytest.approx(0.0)
+
+
+def test_reciprocal_rank_fusion_is_still_there_for_comparison(workspace, settings):
+    settings.CAIRN_RECALL_FUSION = "rrf"
+    KnowledgeFactory(workspace=workspace, content="The build uses Bazel")
+    KnowledgeFactory(workspace=workspace, content="Lunch is served at noon")
+    top, other = knowledge_recall(workspace=workspace, query="Bazel build", top_k=2).hits
+    assert top.relevance == pytest.approx(1.0)  # rank 1 in both lists
     k = settings.CAIRN_RECALL_RRF_K
     w_vec, w_text = settings.CAIRN_RECALL_VECTOR_WEIGHT, settings.CAIRN_RECALL_TEXT_WEIGHT
     assert other.relevance == pytest.approx((w_vec / (k + 2)) * (k + 1) / (w_vec + w_text))
