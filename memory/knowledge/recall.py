@@ -27,6 +27,7 @@ from memory.core.validation import (
     bad_request,
     check_text,
 )
+from memory.knowledge.bm25 import bm25_ctes
 from memory.knowledge.selectors import _json
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -175,9 +176,6 @@ def recall_filters_sql(
     return " AND ".join(clauses), params
 
 
-_TERMS = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
-
-
 # idf counts stop here (one GIN look-up per query word, and one count of the scope,
 # on every recall): at 100k items, exact counts cost ~0.4 s a query. Past the caps a
 # word is simply "common"; scopes below them (a conversation, a project) are exact.
@@ -186,47 +184,8 @@ BM25_DF_CAP = 1_000
 
 
 def bm25_sql(where: str) -> str:
-    """CTEs ``m`` (the matches, at most %(text_cap)s), ``df`` (each query lexeme's idf
-    over the scope, from a capped count: one GIN lookup per lexeme) and ``sc`` (each
-    match's BM25: term frequencies from the tsvector's positions, length normalised
-    by the matches' average). The same scoring as conversation turns'."""
-    return f"""
-    m AS MATERIALIZED (
-        SELECT k.id, k.search_vector AS sv FROM memory_knowledge k
-        WHERE {where} AND k.search_vector @@ (SELECT q FROM tsq)
-        LIMIT %(text_cap)s
-    ),
-    scope_n AS MATERIALIZED (
-        SELECT count(*)::float8 AS n FROM (
-            SELECT 1 FROM memory_knowledge k WHERE {where} LIMIT %(n_cap)s
-        ) s
-    ),
-    df AS MATERIALIZED (
-        SELECT terms.lx, ln(1 + (sn.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-        FROM ({_TERMS}) terms
-        CROSS JOIN scope_n sn
-        CROSS JOIN LATERAL (
-            SELECT count(*)::float8 AS df FROM (
-                SELECT 1 FROM memory_knowledge k
-                WHERE {where} AND k.search_vector @@ quote_literal(terms.lx)::tsquery
-                LIMIT %(df_cap)s
-            ) c
-        ) d
-    ),
-    sc AS MATERIALIZED (
-        SELECT m.id, sum(
-            df.idf * (f.tf * (%(k1)s + 1))
-            / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * length(m.sv) / al.avgdl))
-        )::float8 AS s
-        FROM m
-        CROSS JOIN (SELECT greatest(avg(length(sv)), 1)::float8 AS avgdl FROM m) al
-        CROSS JOIN LATERAL unnest(m.sv) AS u(lexeme, positions, weights)
-        JOIN df ON df.lx = u.lexeme
-        CROSS JOIN LATERAL (
-            SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-        ) f
-        GROUP BY m.id
-    ),"""
+    """BM25 CTEs ``m``, ``df`` and ``sc`` over active knowledge (memory/knowledge/bm25.py)."""
+    return bm25_ctes(table="memory_knowledge", alias="k", where=where)
 
 
 # Score fusion (CAIRN_RECALL_FUSION="score"): each list's scores scaled to 0..1 (the

@@ -8,6 +8,7 @@ import re
 from datetime import datetime
 
 from memory.core.text import WORD
+from memory.knowledge.bm25 import TERMS_SQL, bm25_ctes
 from memory.knowledge.time_words import TimeWindow
 
 NEGATED = re.compile(r"(?:^|\s)-(\w+)")
@@ -79,26 +80,7 @@ def query_entities(words: str) -> list[str]:
     return found
 
 
-_TERMS = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
-
-
 def _text_sql(where: str, scoring: str, reply_credit: bool) -> str:
-    if scoring == "ts_rank_cd":
-        base = "SELECT m.id, ts_rank_cd(m.sv, (SELECT q FROM tsq))::float8 AS s FROM m"
-    else:
-        base = """
-            SELECT m.id, sum(
-                df.idf * (f.tf * (%(k1)s + 1))
-                / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * length(m.sv) / al.avgdl))
-            )::float8 AS s
-            FROM m
-            CROSS JOIN (SELECT greatest(avg(length(sv)), 1)::float8 AS avgdl FROM m) al
-            CROSS JOIN LATERAL unnest(m.sv) AS u(lexeme, positions, weights)
-            JOIN df ON df.lx = u.lexeme
-            CROSS JOIN LATERAL (
-                SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-            ) f
-            GROUP BY m.id"""
     if reply_credit:
         # The turn right after a match (its reply) gets a share of the match's score.
         scored = f"""
@@ -114,30 +96,7 @@ def _text_sql(where: str, scoring: str, reply_credit: bool) -> str:
             ) u GROUP BY id"""
     else:
         scored = "SELECT id, s FROM sc"
-    return f"""
-    m AS MATERIALIZED (
-        SELECT t.id, t.search_vector AS sv FROM memory_conversationturn t
-        WHERE {where} AND t.search_vector @@ (SELECT q FROM tsq)
-        LIMIT %(text_cap)s
-    ),
-    scope_n AS MATERIALIZED (
-        SELECT count(*)::float8 AS n FROM (
-            SELECT 1 FROM memory_conversationturn t WHERE {where} LIMIT %(n_cap)s
-        ) s
-    ),
-    df AS MATERIALIZED (
-        SELECT terms.lx, ln(1 + (sn.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-        FROM ({_TERMS}) terms
-        CROSS JOIN scope_n sn
-        CROSS JOIN LATERAL (
-            SELECT count(*)::float8 AS df FROM (
-                SELECT 1 FROM memory_conversationturn t
-                WHERE {where} AND t.search_vector @@ quote_literal(terms.lx)::tsquery
-                LIMIT %(df_cap)s
-            ) c
-        ) d
-    ),
-    sc AS MATERIALIZED ({base}),
+    return f"""{bm25_ctes(table="memory_conversationturn", alias="t", where=where, scoring=scoring)}
     txt AS MATERIALIZED (
         SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS rank FROM (
             {scored} ORDER BY s DESC, id LIMIT %(n)s
@@ -160,7 +119,7 @@ def turn_search_sql(
     """The fused statement (see the module docstring)."""
     parts = [
         "WITH tsq AS MATERIALIZED (SELECT (SELECT coalesce(string_agg(quote_literal(lx), ' | '), "
-        f"'')::tsquery FROM ({_TERMS}) terms) AS q),"
+        f"'')::tsquery FROM ({TERMS_SQL}) terms) AS q),"
     ]
     if use_vector:
 

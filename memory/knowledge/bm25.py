@@ -1,0 +1,62 @@
+"""BM25 over PostgreSQL full text, shared by knowledge recall (memory/knowledge/recall.py)
+and conversation-turn search (memory/knowledge/turn_sql.py).
+
+Each query lexeme's idf comes from a capped count of the scope's rows holding it
+(one GIN look-up per lexeme), its term frequency from the tsvector's positions,
+the document length from the tsvector's size, normalised by the matches' average.
+Parameters: %(text)s (the query's words), %(text_cap)s, %(n_cap)s, %(df_cap)s,
+%(k1)s and %(b)s; a ``tsq`` CTE holding the any-word query must come first.
+"""
+
+from __future__ import annotations
+
+#: The query's distinct lexemes (english configuration).
+TERMS_SQL = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
+
+
+def bm25_ctes(*, table: str, alias: str, where: str, scoring: str = "bm25") -> str:
+    """CTEs ``m`` (the matches, at most %(text_cap)s), ``scope_n``, ``df`` (each query
+    lexeme's idf over the scope) and ``sc`` (each match's score), each followed by a
+    comma. ``scoring="ts_rank_cd"`` scores by PostgreSQL's cover density instead
+    (no idf: a word found in every row counts as much as a rare one)."""
+    if scoring == "ts_rank_cd":
+        score = "SELECT m.id, ts_rank_cd(m.sv, (SELECT q FROM tsq))::float8 AS s FROM m"
+    else:
+        score = """
+        SELECT m.id, sum(
+            df.idf * (f.tf * (%(k1)s + 1))
+            / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * length(m.sv) / al.avgdl))
+        )::float8 AS s
+        FROM m
+        CROSS JOIN (SELECT greatest(avg(length(sv)), 1)::float8 AS avgdl FROM m) al
+        CROSS JOIN LATERAL unnest(m.sv) AS u(lexeme, positions, weights)
+        JOIN df ON df.lx = u.lexeme
+        CROSS JOIN LATERAL (
+            SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf
+        ) f
+        GROUP BY m.id"""
+    a = alias
+    return f"""
+    m AS MATERIALIZED (
+        SELECT {a}.id, {a}.search_vector AS sv FROM {table} {a}
+        WHERE {where} AND {a}.search_vector @@ (SELECT q FROM tsq)
+        LIMIT %(text_cap)s
+    ),
+    scope_n AS MATERIALIZED (
+        SELECT count(*)::float8 AS n FROM (
+            SELECT 1 FROM {table} {a} WHERE {where} LIMIT %(n_cap)s
+        ) s
+    ),
+    df AS MATERIALIZED (
+        SELECT terms.lx, ln(1 + (sn.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+        FROM ({TERMS_SQL}) terms
+        CROSS JOIN scope_n sn
+        CROSS JOIN LATERAL (
+            SELECT count(*)::float8 AS df FROM (
+                SELECT 1 FROM {table} {a}
+                WHERE {where} AND {a}.search_vector @@ quote_literal(terms.lx)::tsquery
+                LIMIT %(df_cap)s
+            ) c
+        ) d
+    ),
+    sc AS MATERIALIZED ({score}),"""
