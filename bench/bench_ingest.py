@@ -151,7 +151,8 @@ def main(argv: list[str]) -> int:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE memory_knowledge, memory_conversationturn RESTART IDENTITY CASCADE"
+            "TRUNCATE memory_knowledge, memory_conversationturn, memory_idempotencyrecord "
+            "RESTART IDENTITY CASCADE"
         )
     workspace = workspace_get_or_create(name="bench-ingest")
     agent = agent_get_or_create(workspace=workspace, name="bench-agent")
@@ -169,6 +170,42 @@ def main(argv: list[str]) -> int:
     raw_wall = time.perf_counter() - started
     results["raw_embedder"] = {"items": n, "items_per_s": round(n / raw_wall, 1)}
     print("raw embedder", results["raw_embedder"], flush=True)
+
+    # The raw embedder on what the server embeds for a turn: its text in context
+    # (role, date, the turn before; memory/knowledge/turn_text.py), 500 a call.
+    from django.utils import timezone
+    from tokenizers import Tokenizer
+
+    from memory.core.embedders import TOKENIZER_PATH
+    from memory.knowledge.turn_text import turn_embedding_text
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    now = timezone.now()
+    contextual = [
+        turn_embedding_text(
+            content=t,
+            role="user" if (i % 500) % 2 == 0 else "assistant",
+            at=now,
+            previous=texts[i - 1] if i % 500 else None,
+        )
+        for i, t in enumerate(texts)
+    ]
+    started = time.perf_counter()
+    for start in range(0, n, 500):
+        embedder.embed(contextual[start : start + 500])
+    ctx_wall = time.perf_counter() - started
+    results["raw_embedder_turns_in_context"] = {
+        "items": n,
+        "items_per_s": round(n / ctx_wall, 1),
+        "tokens_ratio": round(
+            sum(len(e.ids) for e in tokenizer.encode_batch(contextual))
+            / sum(len(e.ids) for e in tokenizer.encode_batch(texts)),
+            2,
+        ),
+    }
+    print("raw embedder, turns in context", results["raw_embedder_turns_in_context"], flush=True)
 
     server, url = gunicorn_start(free_port(), extra=["--timeout", "300"])
     try:
@@ -219,6 +256,9 @@ def main(argv: list[str]) -> int:
             "batch": 500,
             "turns_per_s": round(n / wall, 1),
             "ratio_to_raw_embedder": round(n / wall / results["raw_embedder"]["items_per_s"], 2),
+            "ratio_to_raw_on_same_texts": round(
+                n / wall / results["raw_embedder_turns_in_context"]["items_per_s"], 2
+            ),
             "statuses": statuses,
             "retry_statuses": again_statuses,
             "lost": n - turns.values("session_id", "turn_index").distinct().count(),
@@ -257,6 +297,7 @@ def main(argv: list[str]) -> int:
     results["load"] = os.getloadavg()
     (RESULTS / "ingest.json").write_text(json.dumps(results, indent=2))
     r, b, t = results["raw_embedder"], results["batch_remember"], results["batch_turns"]
+    c = results["raw_embedder_turns_in_context"]
     lines = [
         "| path | items/s | × raw embedder | lost | doubled |",
         "| --- | --- | --- | --- | --- |",
@@ -265,6 +306,12 @@ def main(argv: list[str]) -> int:
         f"{b['ratio_to_raw_embedder']} | {b['lost']} | {b['doubled']} |",
         f"| batch turns (500/request, 2 clients) | {t['turns_per_s']} | "
         f"{t['ratio_to_raw_embedder']} | {t['lost']} | {t['doubled']} |",
+        f"| raw embedder on the turns as the server embeds them (in context, 500 a call) | "
+        f"{c['items_per_s']} | {round(c['items_per_s'] / r['items_per_s'], 2)} | | |",
+        "",
+        f"Batch turns against the raw embedder on the same contextual texts: "
+        f"{t['ratio_to_raw_on_same_texts']}× (tokens per turn in context: "
+        f"{c['tokens_ratio']}× the turn's own).",
         "",
         "| server-side embeddings | worker RSS (MB) |",
         "| --- | --- |",
