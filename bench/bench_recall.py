@@ -44,7 +44,7 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 # (name, what a turn's vector is computed from, turn_search settings)
 DEFAULT = {
     "CAIRN_TURN_TEXT_SCORING": "bm25",
-    "CAIRN_TURN_FUSION": "score",
+    "CAIRN_TURN_FUSION": "score",  # both scores for every candidate
     "CAIRN_TURN_VECTOR_WEIGHT": 0.4,
     "CAIRN_TURN_TEXT_WEIGHT": 0.6,
     "CAIRN_TURN_CANDIDATE_MIN": 50,
@@ -58,6 +58,7 @@ DEFAULT = {
 }
 # Rows measured before a knob existed ran without it (merged runs keep their rows).
 ABSENT = {
+    "CAIRN_TURN_FUSION": "minmax",
     "CAIRN_TURN_QUESTION_PENALTY": 0.0,
     "CAIRN_TURN_QUESTION_CREDIT": 0.0,
     "CAIRN_TURN_BEFORE_CREDIT": 0.0,
@@ -136,11 +137,17 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         (
             "… + asking turns pass to their replies (0.1 kept back, 0.2 passed)",
             "previous",
-            {"CAIRN_TURN_ANSWER_BOOST": 0.0},
+            {"CAIRN_TURN_FUSION": "minmax", "CAIRN_TURN_ANSWER_BOOST": 0.0},
             ("conversations",),
         ),
         (
             "… + asking turns, + answer kind 0.3 (when → time words, how many → numbers)",
+            "previous",
+            {"CAIRN_TURN_FUSION": "minmax"},
+            ALL_ENDPOINTS,
+        ),
+        (
+            "… + both scores for every candidate, cosine scaled from 0.2",
             "previous",
             {},
             ALL_ENDPOINTS,
@@ -153,7 +160,7 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         ),
     ]
     if quick:
-        keep = {0, 3, 5, 14}
+        keep = {0, 3, 5, 15}
         rows = [r for i, r in enumerate(rows) if i in keep]
     return rows
 

@@ -366,7 +366,7 @@ CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
 # bench/bench_recall.py (README "Knowledge and recall" says what each knob does).
 CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "previous")  # |date|none
 CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")  # | ts_rank_cd
-CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")  # each list scaled to 0..1 | rrf
+CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")  # | minmax | rrf (turn_search.py)
 CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.4)
 CAIRN_TURN_TEXT_WEIGHT = envfloat("CAIRN_TURN_TEXT_WEIGHT", 0.6)
 CAIRN_TURN_CANDIDATE_MIN = envint("CAIRN_TURN_CANDIDATE_MIN", 50)  # per list, before fusion

@@ -97,9 +97,10 @@ def _text_sql(where: str, scoring: str, reply_credit: bool) -> str:
     else:
         scored = "SELECT id, s FROM sc"
     return f"""{bm25_ctes(table="memory_conversationturn", alias="t", where=where, scoring=scoring)}
+    txt_all AS MATERIALIZED ({scored}),
     txt AS MATERIALIZED (
         SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS rank FROM (
-            {scored} ORDER BY s DESC, id LIMIT %(n)s
+            SELECT id, s FROM txt_all ORDER BY s DESC, id LIMIT %(n)s
         ) x
     ),"""
 
@@ -151,10 +152,35 @@ def turn_search_sql(
     else:
         parts.append(
             "m AS (SELECT NULL::bigint AS id WHERE false),"
+            "txt_all AS (SELECT NULL::bigint AS id, NULL::float8 AS s WHERE false),"
             "txt AS (SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigint AS rank "
             "WHERE false),"
         )
+    both = ""
     if fusion == "score":
+        # Every candidate gets both scores, whether or not it made the other list's first
+        # n: its cosine similarity scaled from the floor of relatedness (the vector-only
+        # cut, CAIRN_TURN_VECTOR_MIN_SIMILARITY) to the best candidate's, and its BM25
+        # (with the reply credit) over the best match's.
+        relevance = """(
+            %(w_vec)s * greatest(0, least(1, coalesce(
+                (sides.vs - %(min_sim)s) / nullif((SELECT max(s) FROM vec) - %(min_sim)s, 0), 1)))
+                * (sides.vs IS NOT NULL)::int
+          + %(w_text)s * coalesce(sides.ts / nullif((SELECT max(s) FROM txt), 0), 0)
+        ) / (%(w_vec)s + %(w_text)s)"""
+        vs = (
+            "CASE WHEN ft.embedding_model = %(emodel)s "
+            "THEN (1 - (ft.embedding <=> %(qvec)s::vector))::float8 END"
+            if use_vector
+            else "NULL::float8"
+        )
+        both = f"""
+        JOIN memory_conversationturn ft ON ft.id = c.id
+        LEFT JOIN txt_all ON txt_all.id = c.id
+        CROSS JOIN LATERAL (SELECT {vs} AS vs, txt_all.s AS ts) sides"""
+    elif fusion == "minmax":
+        # Each list's scores scaled over its own candidates; a turn missing from one
+        # list scores 0 on that side.
         relevance = """(
             %(w_vec)s * coalesce(
                 (vec.s - (SELECT min(s) FROM vec))
@@ -195,7 +221,7 @@ def turn_search_sql(
         SELECT c.id, vec.rank AS vector_rank, txt.rank AS text_rank, {relevance} AS relevance
         FROM (SELECT id FROM vec UNION SELECT id FROM txt) c
         LEFT JOIN vec ON vec.id = c.id
-        LEFT JOIN txt ON txt.id = c.id
+        LEFT JOIN txt ON txt.id = c.id{both}
     ),
     asking AS MATERIALIZED (
         SELECT f.*, t.session_id, t.turn_index,

@@ -336,6 +336,40 @@ def _relevance(api, q, turn_id, **params):
     return next((r["rank"] for r in results if r["id"] == turn_id), 0.0)
 
 
+@pytest.mark.parametrize("fusion, independent", [("score", True), ("minmax", False)])
+def test_a_turns_score_does_not_depend_on_how_many_candidates_were_taken(
+    api, settings, fusion, independent
+):
+    """Score fusion gives every candidate both of its scores, scaled against fixed
+    ends, so taking 4 or 100 candidates per list changes no turn's relevance; the
+    earlier min-max fusion scaled over the candidates taken (and is kept to show it)."""
+    _store(
+        api,
+        "s",
+        [
+            "We hiked up the mountain trail at dawn",
+            "The mountain hut served hot soup",
+            "My knee hurt after the long hike",
+            "I bought new hiking boots on sale",
+            "The weather forecast says snow on the peaks",
+            "We took photos of the valley below",
+            "Dinner was pasta with mushrooms",
+            "The train back was delayed an hour",
+            "I want to climb a higher mountain next summer",
+            "My sister lent me her trekking poles",
+        ],
+    )
+    settings.CAIRN_TURN_FUSION = fusion
+    q = "mountain hike boots"
+    settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_TURN_CANDIDATE_MIN = 1, 1
+    few = {r["id"]: r["rank"] for r in api.get(SEARCH, {"q": q, "limit": 3}).json()["results"]}
+    settings.CAIRN_TURN_CANDIDATE_MIN = 100
+    many = {r["id"]: r["rank"] for r in api.get(SEARCH, {"q": q, "limit": 10}).json()["results"]}
+    assert len(few) == 3 and len(many) > 5  # the unrelated ones are below the similarity floor
+    same = [many.get(i) == pytest.approx(rank, rel=1e-9) for i, rank in few.items()]
+    assert all(same) if independent else not all(same)
+
+
 def test_a_turn_that_asks_passes_part_of_its_relevance_to_its_reply(api, settings):
     asks, reply = _store(
         api, "s", ["What is your favourite board game?", "Definitely chess, every weekend."]
