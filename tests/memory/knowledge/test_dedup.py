@@ -295,3 +295,47 @@ def test_the_set_based_batch_decides_like_item_by_item(workspace, as_agent):
     assert sorted(
         Knowledge.objects.filter(workspace=workspace).values_list("content", flat=True)
     ) == sorted(Knowledge.objects.filter(workspace=other).values_list("content", flat=True))
+
+
+def test_vectors_are_kept_in_the_row_not_in_toast(workspace, as_agent):
+    """pgvector's default EXTERNAL storage moved a knowledge item's vector out of line
+    once its row passed the 2 kB TOAST threshold, so each exact distance in the batch
+    dedup check read it through the TOAST index; migration 0024 keeps them inline."""
+    from django.db import connection
+
+    words = " ".join(f"word{i} detail{i * 7}" for i in range(60))  # a row over 2 kB
+    item = knowledge_remember(
+        workspace=workspace, actor=as_agent, content=f"The staging notes: {words}"
+    ).item
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attrelid::regclass::text, attname, attstorage FROM pg_attribute "
+            "WHERE attname LIKE '%%embedding' AND attrelid::regclass::text LIKE 'memory_%%'"
+        )
+        storage = {(t, c): s for t, c, s in cursor.fetchall()}
+        cursor.execute(
+            "SELECT pg_column_toast_chunk_id(embedding), pg_column_size(k.*) "
+            "FROM memory_knowledge k WHERE id = %s",
+            [item.pk],
+        )
+        chunk, row_size = cursor.fetchone()
+    assert storage == {
+        ("memory_knowledge", "embedding"): "p",
+        ("memory_conversationturn", "embedding"): "p",
+        ("memory_skilldelta", "trigger_embedding"): "p",
+        ("memory_skilldelta", "payload_embedding"): "p",
+    }
+    assert row_size > 1500 and chunk is None  # in the row, not a TOAST pointer
+    # The control: with pgvector's default storage the same kind of row's vector is toasted.
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no pending trigger events
+        cursor.execute("ALTER TABLE memory_knowledge ALTER COLUMN embedding SET STORAGE EXTERNAL")
+    other = knowledge_remember(
+        workspace=workspace, actor=as_agent, content=f"The production notes: {words.upper()}"
+    ).item
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_toast_chunk_id(embedding) FROM memory_knowledge WHERE id = %s",
+            [other.pk],
+        )
+        assert cursor.fetchone()[0] is not None
