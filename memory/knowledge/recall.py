@@ -105,7 +105,8 @@ class RecallHit:
 
 def vector_literal(vector) -> str:
     """pgvector's text form, for a ``%s::vector`` parameter."""
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    values = vector.tolist() if hasattr(vector, "tolist") else vector
+    return "[" + ",".join(map(repr, map(float, values))) + "]"
 
 
 def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = None) -> None:
