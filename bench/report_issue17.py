@@ -90,7 +90,7 @@ def rows() -> list[tuple[str, str, str]]:
             if a and b:
                 out.append((
                     f"outcomes/s, 8 clients, {run}: the code before issue 17's outcome work "
-                    "against this code, back to back on this machine",
+                    "against this code's latest run (the load at each run's start)",
                     f"{b['outcomes_per_s']} (load {b['load_average_at_start'][0]})",
                     f"{a['outcomes_per_s']} (load {a['load_average_at_start'][0]})",
                 ))  # fmt: skip
