@@ -6,9 +6,10 @@ threshold and the vector moves out of line. Every exact distance (the dedup
 check of a batch, the exact fallback of a search, the cosine of a text-only
 candidate in turn search) then reads it through the TOAST index: a batch of 100
 items checking 2,300 stored ones took 1,024 ms, 67 ms with the vectors inline
-(bench/bench_ingest.py). PLAIN keeps them in the row; the other columns still
+(EXPLAIN ANALYZE of that statement on the same rows). PLAIN keeps them in the row; the other columns still
 TOAST when a row grows large. The UPDATEs rewrite the vectors already stored
-(an unchanged value would keep its TOAST pointer).
+(an unchanged value would keep its TOAST pointer): about 0.4 ms a row here,
+index upkeep included, once.
 """
 
 from django.db import migrations
