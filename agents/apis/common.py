@@ -210,12 +210,21 @@ def errors(*codes: int, area: ErrorArea, refusals: str = "") -> dict:
 
 
 def _validated_list(serializer_class, items: list, name: str) -> list[dict]:
-    """Validate list elements one by one so errors read ``calls[2].ok``, not ``calls.2.ok``."""
+    """Validate list elements one by one so errors read ``calls[2].ok``, not ``calls.2.ok``.
+
+    One serializer validates every element (``run_validation``, what ``is_valid``
+    calls): DRF deep-copies a serializer's declared fields for each new instance,
+    which cost about 1 ms per item of a batch.
+    """
+    element = serializer_class()
     validated, problems = [], []
     for raw in items:
-        element = serializer_class(data=raw)
-        problems.append({} if element.is_valid() else element.errors)
-        validated.append(element.validated_data if not problems[-1] else None)
+        try:
+            validated.append(element.run_validation(raw))
+            problems.append({})
+        except serializers.ValidationError as exc:
+            validated.append(None)
+            problems.append(exc.detail)
     if any(problems):
         raise serializers.ValidationError({name: problems})
     return validated
