@@ -12,6 +12,7 @@ no word with "any tips for dinner?") below every item sharing one word."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -123,6 +124,31 @@ def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = No
     )
 
 
+def nearest_rows(nearest: Callable[..., str], distance: str) -> tuple[str, str]:
+    """The vector list of a fused statement: the ``vec_index`` CTE, and the rows
+    to rank (a FROM item of ``id, dist``).
+
+    ``nearest(order, extra="")`` is the scope's nearest-rows query (``LIMIT
+    %(n)s``) ordered by ``order``, ``extra`` appended to its WHERE; ``distance``
+    is its distance expression. The CTE walks the HNSW index. If the walk brings
+    back fewer than n rows, the scope is answered exactly instead, ordered by an
+    expression the index cannot serve and read through the btree filters: the
+    walk's ef_search candidates were filtered out, or it stopped at
+    ``hnsw.max_scan_tuples`` on a table mostly other workspaces' rows or deleted
+    rows not yet vacuumed, with some of this scope's nearest rows unseen; or the
+    scope holds fewer than n rows, and reading them all is cheap. The count is an
+    uncorrelated subquery, a one-time filter: the exact scan runs only then.
+    """
+    short = "(SELECT count(*) FROM vec_index) < %(n)s"
+    cte = f"vec_index AS MATERIALIZED ({nearest(distance)}),"
+    rows = f"""(
+            SELECT * FROM vec_index WHERE NOT {short}
+            UNION ALL
+            SELECT * FROM ({nearest(f"({distance}) + 0", f" AND {short}")}) exact
+        )"""
+    return cte, rows
+
+
 def _tsquery_sql(mode: str) -> str:
     if mode == "or":
         # Any lexeme of the query (stemmed and stop-word-filtered by the english config);
@@ -223,12 +249,8 @@ def recall_sql(
 ) -> str:
     """The fused recall statement (see the module docstring).
 
-    The vector side walks the HNSW index; if that walk comes back empty for a
-    scope that has vectors (its ef_search candidates all filtered out, or a graph
-    full of deleted rows after a large erasure, not yet vacuumed), the same
-    statement answers the scope exactly instead: ordered by an expression the
-    index cannot serve, read through the btree filters. The uncorrelated
-    NOT EXISTS is a one-time filter, so the exact scan runs only then.
+    The vector side walks the HNSW index, with the exact answer when the walk
+    comes back short (see ``nearest_rows``).
 
     ``fusion``: "score" (the default; see ``_SCORE_RELEVANCE``, text scored by BM25)
     or "rrf" (weighted reciprocal rank, text ranked by ``ts_rank_cd``: the fusion
@@ -247,19 +269,10 @@ def recall_sql(
             ORDER BY {order}
             LIMIT %(n)s"""
 
+        vec_index, rows = nearest_rows(nearest, "k.embedding <=> %(qvec)s::vector")
         vec = f"""
         SELECT id, (1 - dist)::float8 AS s, row_number() OVER (ORDER BY dist, id) AS rank
-        FROM (
-            SELECT * FROM vec_index
-            UNION ALL
-            SELECT * FROM ({
-            nearest(
-                "(k.embedding <=> %(qvec)s::vector) + 0",
-                " AND NOT EXISTS (SELECT 1 FROM vec_index)",
-            )
-        }) exact
-        ) v"""
-        vec_index = f"vec_index AS MATERIALIZED ({nearest('k.embedding <=> %(qvec)s::vector')}),"
+        FROM {rows} v"""
     else:
         vec = "SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigint AS rank WHERE false"
         vec_index = ""

@@ -6,7 +6,7 @@ parameters to the transaction):
 
 1. ``vec``: the nearest turns by cosine distance to the query, walked on the HNSW
    index (iterative scans, so filters do not starve it), with the exact fallback
-   when the walk comes back empty. Turns below ``CAIRN_TURN_VECTOR_MIN_SIMILARITY``
+   when the walk comes back short. Turns below ``CAIRN_TURN_VECTOR_MIN_SIMILARITY``
    are not candidates: a search must not answer "lunch at noon" for "postgres".
 2. ``txt``: turns matching any of the query's lexemes (GIN index, at most
    ``CAIRN_RECALL_TEXT_MATCH_CAP``), scored by BM25 (``CAIRN_TURN_TEXT_SCORING``):

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from memory.core.text import WORD
 from memory.knowledge.bm25 import TERMS_SQL, bm25_ctes
+from memory.knowledge.recall import nearest_rows
 from memory.knowledge.time_words import TimeWindow
 
 NEGATED = re.compile(r"(?:^|\s)-(\w+)")
@@ -132,14 +133,12 @@ def turn_search_sql(
             ORDER BY {order}
             LIMIT %(n)s"""
 
-        parts.append(f"vec_index AS MATERIALIZED ({nearest('t.embedding <=> %(qvec)s::vector')}),")
-        exact = nearest(
-            "(t.embedding <=> %(qvec)s::vector) + 0", " AND NOT EXISTS (SELECT 1 FROM vec_index)"
-        )
+        vec_index, rows = nearest_rows(nearest, "t.embedding <=> %(qvec)s::vector")
+        parts.append(vec_index)
         parts.append(f"""
         vec AS MATERIALIZED (
             SELECT id, (1 - dist)::float8 AS s, row_number() OVER (ORDER BY dist, id) AS rank
-            FROM (SELECT * FROM vec_index UNION ALL SELECT * FROM ({exact}) exact) v
+            FROM {rows} v
             WHERE 1 - dist >= %(min_sim)s
         ),""")
     else:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from django.db import connection
 
 from memory.backfill import embed_backfill_pending, embed_backfill_run
 from memory.core.embedders import EmbeddingError
@@ -161,6 +162,46 @@ def test_neighbours_brings_the_turns_around_each_hit(api):
     assert hit["neighbours"][1]["content"] == "It is written on the fridge."
     plain = api.get(SEARCH, {"q": "cabin wifi password", "limit": 1}).json()["results"][0]
     assert "neighbours" not in plain
+
+
+def test_a_walk_cut_short_by_other_workspaces_turns_is_answered_exactly(api, make_api, settings):
+    """The vector walk stops at CAIRN_RECALL_MAX_SCAN_TUPLES index entries, here
+    mostly another workspace's turns; what it missed of this one's is read exactly."""
+    settings.CAIRN_RECALL_MAX_SCAN_TUPLES = 60
+    settings.CAIRN_RECALL_EF_SEARCH = 10  # the walk's first pass: the candidate count
+    other = make_api().agent.workspace
+    texts = [f"Note {i}: we ate pasta for dinner" for i in range(200)]
+    embedder = get_embedder()
+    vectors = embedder.embed(texts) * 10
+    ConversationTurn.objects.bulk_create(
+        ConversationTurn(
+            workspace=other,
+            session_id=f"o{i // 100}",
+            role="user",
+            turn_index=i % 100,
+            content=texts[i % len(texts)],
+            embedding=vector,
+            embedding_model=embedder.model_id,
+        )
+        for i, vector in enumerate(vectors)
+    )
+    mine = _store(
+        api,
+        "mine",
+        [
+            "I cooked a mushroom risotto last night",
+            "Supper was sushi with my sister",
+            "We grilled salmon in the evening",
+            "Tonight's meal: lentil soup and bread",
+            "My partner baked a pizza for us",
+            "We had tacos around eight",
+        ],
+    )
+    with connection.cursor() as cursor:
+        # The plan a large table gets (walk the index, no sort). Ends with the test.
+        cursor.execute("SET LOCAL enable_sort = off")
+    body = api.get(SEARCH, {"q": "what did we eat for dinner?", "limit": 10}).json()
+    assert {r["id"] for r in body["results"]} == set(mine)
 
 
 @pytest.mark.parametrize(
