@@ -10,6 +10,8 @@ Parameters: %(text)s (the query's words), %(text_cap)s, %(n_cap)s, %(df_cap)s,
 
 from __future__ import annotations
 
+from django.conf import settings
+
 #: The query's distinct lexemes (english configuration).
 TERMS_SQL = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
 
@@ -60,3 +62,15 @@ def bm25_ctes(*, table: str, alias: str, where: str, scoring: str = "bm25") -> s
         ) d
     ),
     sc AS MATERIALIZED ({score}),"""
+
+
+def bm25_params(*, scope_cap: int, df_cap: int) -> dict:
+    """The parameters ``bm25_ctes`` needs besides %(text)s: the match cap, the caps of
+    the scope and per-word counts behind each idf, and k1 and b."""
+    return {
+        "text_cap": int(settings.CAIRN_RECALL_TEXT_MATCH_CAP),
+        "n_cap": int(scope_cap),
+        "df_cap": int(df_cap),
+        "k1": float(settings.CAIRN_TURN_BM25_K1),
+        "b": float(settings.CAIRN_TURN_BM25_B),
+    }

@@ -28,7 +28,7 @@ from memory.core.validation import (
     bad_request,
     check_text,
 )
-from memory.knowledge.bm25 import bm25_ctes
+from memory.knowledge.bm25 import bm25_ctes, bm25_params
 from memory.knowledge.selectors import _json
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -334,11 +334,7 @@ def recall_sql_params(*, w_vec: float, w_text: float, rrf_k: int, text_gate: boo
         "rrf_k": rrf_k,
         "rrf_norm": (rrf_k + 1) / (w_vec + w_text) if (w_vec + w_text) > 0 else 0.0,
         "w_conf": float(settings.CAIRN_RECALL_CONFIDENCE_WEIGHT),
-        "text_cap": int(settings.CAIRN_RECALL_TEXT_MATCH_CAP),
-        "n_cap": BM25_SCOPE_CAP,
-        "df_cap": BM25_DF_CAP,
-        "k1": float(settings.CAIRN_TURN_BM25_K1),
-        "b": float(settings.CAIRN_TURN_BM25_B),
+        **bm25_params(scope_cap=BM25_SCOPE_CAP, df_cap=BM25_DF_CAP),
         # Without a vector side there is nothing to weigh a weak text match against.
         "text_gate": bool(text_gate),
         "text_weak": float(settings.CAIRN_RECALL_TEXT_WEAK),

@@ -55,6 +55,7 @@ from django.utils import timezone
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.knowledge.answer_kind import TRAILING_ASIDE_SQL, answer_pattern
+from memory.knowledge.bm25 import bm25_params
 from memory.knowledge.recall import set_vector_search, vector_literal
 from memory.knowledge.rerank import rerank_scores
 from memory.knowledge.selectors import SNIPPET_OPTIONS, Page, any_word_query, page_size
@@ -185,11 +186,7 @@ def turn_search(
             "rrf_norm": (rrf_k + 1)
             / ((w_vec if use_vector else 0.0) + (w_text if use_text else 0.0)),
             "top_k": int(fetch),
-            "text_cap": int(settings.CAIRN_RECALL_TEXT_MATCH_CAP),
-            "n_cap": 100_000,
-            "df_cap": int(settings.CAIRN_TURN_BM25_DF_CAP),
-            "k1": float(settings.CAIRN_TURN_BM25_K1),
-            "b": float(settings.CAIRN_TURN_BM25_B),
+            **bm25_params(scope_cap=100_000, df_cap=settings.CAIRN_TURN_BM25_DF_CAP),
             "reply_credit": reply_credit,
             "time_boost": time_boost,
             "entity_boost": entity_boost,
