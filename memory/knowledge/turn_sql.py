@@ -232,17 +232,15 @@ def turn_search_sql(
                relevance * (1 - %(question_penalty)s * asks::int) AS relevance
         FROM asking
         UNION ALL
-        SELECT t.id, NULL, NULL, %(question_credit)s * a.relevance
+        -- The next turn gets the question credit of a turn that asks; the turn before
+        -- gets the before credit of any candidate.
+        SELECT t.id, NULL, NULL, side.credit * a.relevance
         FROM asking a
+        CROSS JOIN (VALUES (1, %(question_credit)s, true), (-1, %(before_credit)s, false))
+             AS side(step, credit, askers_only)
         JOIN memory_conversationturn t ON t.workspace_id = %(workspace_id)s
-             AND t.session_id = a.session_id AND t.turn_index = a.turn_index + 1
-        WHERE a.asks AND %(question_credit)s > 0 AND {where}
-        UNION ALL
-        SELECT t.id, NULL, NULL, %(before_credit)s * a.relevance
-        FROM asking a
-        JOIN memory_conversationturn t ON t.workspace_id = %(workspace_id)s
-             AND t.session_id = a.session_id AND t.turn_index = a.turn_index - 1
-        WHERE %(before_credit)s > 0 AND {where}
+             AND t.session_id = a.session_id AND t.turn_index = a.turn_index + side.step
+        WHERE side.credit > 0 AND (a.asks OR NOT side.askers_only) AND {where}
     ),
     lifted AS (
         SELECT id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank,
