@@ -81,14 +81,14 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
     search = ("conversations",)
     rows = [
         ("vector only, turn text", "none", {**plain, "CAIRN_TURN_TEXT_WEIGHT": 0.0}, search),
-        ("vector only, contextual", "previous", {**plain, "CAIRN_TURN_TEXT_WEIGHT": 0.0}, search),
+        ("vector only, contextual", "full", {**plain, "CAIRN_TURN_TEXT_WEIGHT": 0.0}, search),
         (
             "text only, ts_rank_cd (the old search's scoring)",
-            "previous",
+            "full",
             {**plain, "CAIRN_TURN_VECTOR_WEIGHT": 0.0, "CAIRN_TURN_TEXT_SCORING": "ts_rank_cd"},
             search,
         ),
-        ("text only, BM25", "previous", {**plain, "CAIRN_TURN_VECTOR_WEIGHT": 0.0}, search),
+        ("text only, BM25", "full", {**plain, "CAIRN_TURN_VECTOR_WEIGHT": 0.0}, search),
         (
             "RRF 0.3/0.7 ts_rank_cd, turn text (knowledge recall's)",
             "none",
@@ -102,17 +102,17 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
             ALL_ENDPOINTS,
         ),
         ("score 0.5/0.5 BM25, turn text", "none", plain, search),
-        ("RRF 0.5/0.5 BM25, contextual", "previous", {**plain, "CAIRN_TURN_FUSION": "rrf"}, search),
-        ("score 0.5/0.5 BM25, contextual", "previous", plain, search),
+        ("RRF 0.5/0.5 BM25, contextual", "full", {**plain, "CAIRN_TURN_FUSION": "rrf"}, search),
+        ("score 0.5/0.5 BM25, contextual", "full", plain, search),
         (
             "score 0.5/0.5 BM25, contextual, reply credit 0.5",
-            "previous",
+            "full",
             {**plain, "CAIRN_TURN_REPLY_CREDIT": 0.5},
             search,
         ),
         (
             "score 0.4/0.6 BM25, contextual, 50 candidates",
-            "previous",
+            "full",
             {
                 **ABSENT,
                 "CAIRN_TURN_TIME_BOOST": 0.0,
@@ -123,31 +123,37 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         ),
         (
             "… + time boost 0.4",
-            "previous",
+            "full",
             {**ABSENT, "CAIRN_TURN_ENTITY_BOOST": 0.0, "CAIRN_TURN_REPLY_CREDIT": 0.0},
             search,
         ),
         (
             "… + entity/number boost 0.2",
-            "previous",
+            "full",
             {**ABSENT, "CAIRN_TURN_REPLY_CREDIT": 0.0},
             ALL_ENDPOINTS,
         ),
-        ("… + reply credit 0.5", "previous", ABSENT, ALL_ENDPOINTS),
+        ("… + reply credit 0.5", "full", ABSENT, ALL_ENDPOINTS),
         (
             "… + asking turns pass to their replies (0.1 kept back, 0.2 passed)",
-            "previous",
+            "full",
             {"CAIRN_TURN_FUSION": "minmax", "CAIRN_TURN_ANSWER_BOOST": 0.0},
             ("conversations",),
         ),
         (
             "… + asking turns, + answer kind 0.3 (when → time words, how many → numbers)",
-            "previous",
+            "full",
             {"CAIRN_TURN_FUSION": "minmax"},
             ALL_ENDPOINTS,
         ),
         (
             "… + both scores for every candidate, cosine scaled from 0.2",
+            "full",
+            {},
+            ALL_ENDPOINTS,
+        ),
+        (
+            "… + in the vector only the turn before, cut to 100 characters",
             "previous",
             {},
             ALL_ENDPOINTS,
@@ -160,7 +166,7 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         ),
     ]
     if quick:
-        keep = {0, 3, 5, 15}
+        keep = {0, 3, 5, 16}
         rows = [r for i, r in enumerate(rows) if i in keep]
     return rows
 
@@ -370,7 +376,7 @@ def bench(limit: int | None, quick: bool, only: str = "") -> dict:
     conversations, questions, report = _locomo(limit)
     variants = _variants(quick)
     if only:
-        variants = [v for v in variants if only in v[0]]
+        variants = [v for v in variants if any(part in v[0] for part in only.split("|"))]
     stores: dict[str, tuple] = {}
     ingest = {}
     for mode in sorted({v[1] for v in variants}):
@@ -560,7 +566,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--render", action="store_true", help="only redraw .md/.svg from the .json (no run)"
     )
-    parser.add_argument("--only", default="", help="run the variants whose name holds this")
+    parser.add_argument(
+        "--only", default="", help="run the variants whose name holds this (a|b: either)"
+    )
     parser.add_argument(
         "--merge", action="store_true", help="replace/add these variants' rows in the .json"
     )

@@ -43,18 +43,29 @@ def _store(api, session_id, contents, *, start=0, at="2023-05-08T13:00:00Z", con
 # --------------------------------------------------------------------------- vectors
 
 
-def test_the_embedded_text_is_the_turn_with_its_role_date_and_previous_turn():
+def test_the_embedded_text_is_the_turn_then_the_start_of_the_turn_before():
     at = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
-    text = turn_embedding_text(
-        content="Yes, twice!", role="user", at=at, previous="Been to Paris?", mode="previous"
+    before = "Been to Paris? " + "We loved the museums and the long walks by the river. " * 8
+
+    def text(mode, previous=before):
+        return turn_embedding_text(
+            content="Yes,  twice!", role="user", at=at, previous=previous, mode=mode
+        )
+
+    assert text("previous") == (
+        "Yes, twice! (Been to Paris? We loved the museums and the long walks by the river. "
+        "We loved the museums and the l…)"
     )
-    assert text == "Yes, twice!\n(user, 8 May 2023; replying to: Been to Paris?)"
-    assert turn_embedding_text(content="a  b", role="user", at=at, previous="x", mode="none") == (
-        "a b"
+    assert len(text("previous")) == len("Yes, twice! ()") + 100
+    assert text("previous", previous=None) == "Yes, twice!"
+    full = text("full")
+    assert full.startswith("Yes, twice!\n(user, 8 May 2023; replying to: Been to Paris? We")
+    assert (
+        full.endswith("…)")
+        and len(full) == len("Yes, twice!\n(user, 8 May 2023; replying to: )") + 300
     )
-    assert "replying" not in turn_embedding_text(
-        content="a", role="user", at=at, previous="x", mode="date"
-    )
+    assert text("date") == "Yes, twice!\n(user, 8 May 2023)"
+    assert text("none") == "Yes, twice!"
 
 
 def test_turns_get_vectors_at_store_time_one_by_one_and_in_batches(api):
