@@ -30,7 +30,8 @@ from memory.core.validation import (
     check_text,
     prefix_fields,
 )
-from memory.knowledge.turn_text import previous_content, turns_embed, vector_text
+from memory.knowledge.recall import vector_literal
+from memory.knowledge.turn_text import previous_content, turns_embed
 from memory.knowledge.validation import DEFAULT_CONFIDENCE
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -235,7 +236,7 @@ def turns_store_many(
         "session_id": session_id,
         "channel": str(channel),
         "embedding_model": get_embedder().model_id if vectors else "",
-        "embeddings": [vector_text(v) for v in (vectors if vectors else [None] * len(checked))],
+        "embeddings": [vector_literal(v) for v in vectors] if vectors else [None] * len(checked),
         "roles": [r[0] for r in checked],
         "contents": [r[1] for r in checked],
         "contexts": [r[2] for r in checked],

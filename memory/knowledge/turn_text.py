@@ -69,13 +69,6 @@ def previous_content(*, workspace: Workspace, session_id: str, turn_index: int) 
     )
 
 
-def vector_text(vector) -> str | None:
-    """pgvector's text form of a vector (None stays None)."""
-    if vector is None:
-        return None
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
-
-
 def turns_embed(rows: list[tuple[str, str, datetime | None, str | None]]) -> list | None:
     """Embed turns (content, role, at, previous content) in one embedder call.
 
