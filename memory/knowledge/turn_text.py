@@ -9,8 +9,8 @@ the turn before it::
 
 ``CAIRN_TURN_EMBED_CONTEXT`` chooses: ``previous`` (the default, above: the turn
 before cut to 100 characters), ``full`` (also who said it and when, and the turn
-before up to 300 characters: the first default, 2.25× a LoCoMo turn's own tokens
-against 1.64×, for no better ranking), ``date`` (role and date, no previous turn)
+before up to 300 characters: the first default, 2.26× a LoCoMo turn's own tokens
+against 1.66×, for no better ranking), ``date`` (role and date, no previous turn)
 or ``none`` (the turn's text only). bench/bench_recall.py measures them on LoCoMo.
 """
 
