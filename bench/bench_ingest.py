@@ -11,7 +11,12 @@ client threads on the same machine post over HTTP. Texts are LoCoMo dialog turns
   2 client threads; then the same batches again with the same ``Idempotency-Key``
   (retries: nothing may be lost or doubled);
 - ``batch turns``: ``POST /api/v1/sessions/{id}/turns/`` with ``{"turns": [...]}``
-  (500 turns), 2 client threads, then every batch again (retries);
+  (500 turns), 2 client threads, then every batch again (retries); the server
+  embeds each turn in context (``CAIRN_TURN_EMBED_CONTEXT``), so the raw embedder
+  is also timed on those very texts;
+- ``batch turns, ending``: the same on a second server started with
+  ``CAIRN_TURN_EMBED_CONTEXT=ending`` (the last 40 characters of the turn before,
+  0.2 of its vector carried: fewer tokens per turn);
 - ``worker RSS``: with ``--rss-items=N``, each gunicorn worker's resident memory
   over N server-side embeddings through batch remember (the issue's 100k curve,
   before and after, is ``bench_rss.py``'s).
@@ -93,12 +98,80 @@ def _post_all(url, token, jobs, threads=2):
     return wall, statuses, responses
 
 
+def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
+    """The raw embedder on the texts a batch of turns is embedded from under ``mode``
+    (each turn after the one before it, 500 to a session), 500 a call."""
+    from django.utils import timezone
+    from tokenizers import Tokenizer
+
+    from memory.core.embedders import TOKENIZER_PATH
+    from memory.knowledge.turn_text import turn_embedding_text
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    now = timezone.now()
+    contextual = [
+        turn_embedding_text(
+            content=t,
+            role="user" if (i % 500) % 2 == 0 else "assistant",
+            at=now,
+            previous=texts[i - 1] if i % 500 else None,
+            mode=mode,
+        )
+        for i, t in enumerate(texts)
+    ]
+    started = time.perf_counter()
+    for start in range(0, len(texts), 500):
+        embedder.embed(contextual[start : start + 500])
+    wall = time.perf_counter() - started
+    own = sum(len(e.ids) for e in tokenizer.encode_batch(texts))
+    return {
+        "mode": mode,
+        "items": len(texts),
+        "items_per_s": round(len(texts) / wall, 1),
+        "tokens_ratio": round(sum(len(e.ids) for e in tokenizer.encode_batch(contextual)) / own, 2),
+    }
+
+
+def _batch_turns(url, token, texts, workspace, prefix, raw, raw_same) -> dict:
+    """Post the texts as sessions of 500 turns (2 clients), then every batch again."""
+    from memory.models import ConversationTurn
+
+    n = len(texts)
+    jobs = []
+    for s in range(0, n, 500):
+        turns = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": t, "turn_index": i}
+            for i, t in enumerate(texts[s : s + 500])
+        ]
+        jobs.append((f"/api/v1/sessions/{prefix}-{s}/turns/", {"turns": turns}, None))
+    wall, statuses, _ = _post_all(url, token, jobs)
+    _again_wall, again_statuses, _ = _post_all(url, token, jobs)
+    turns = ConversationTurn.objects.filter(
+        workspace=workspace, session_id__startswith=f"{prefix}-"
+    )
+    distinct = turns.values("session_id", "turn_index").distinct().count()
+    return {
+        "turns": n,
+        "batch": 500,
+        "turns_per_s": round(n / wall, 1),
+        "ratio_to_raw_embedder": round(n / wall / raw["items_per_s"], 2),
+        "ratio_to_raw_on_same_texts": round(n / wall / raw_same["items_per_s"], 2),
+        "statuses": statuses,
+        "retry_statuses": again_statuses,
+        "lost": n - distinct,
+        "doubled": turns.count() - distinct,
+    }
+
+
 def _svg(results: dict) -> str:
     """Two small charts: throughput against the raw embedder, and worker RSS."""
     bars = [
         ("raw embedder", results["raw_embedder"]["items_per_s"]),
         ("batch remember", results["batch_remember"]["items_per_s"]),
         ("batch turns", results["batch_turns"]["turns_per_s"]),
+        ("turns, ending", results["batch_turns_ending"]["turns_per_s"]),
     ]
     top = max(v for _, v in bars) or 1
     out = [
@@ -147,7 +220,7 @@ def main(argv: list[str]) -> int:
 
     from memory.core.embeddings import get_embedder
     from memory.identity.services import agent_get_or_create, token_issue, workspace_get_or_create
-    from memory.models import ConversationTurn, Knowledge
+    from memory.models import Knowledge
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -172,39 +245,14 @@ def main(argv: list[str]) -> int:
     print("raw embedder", results["raw_embedder"], flush=True)
 
     # The raw embedder on what the server embeds for a turn: its text in context
-    # (role, date, the turn before; memory/knowledge/turn_text.py), 500 a call.
-    from django.utils import timezone
-    from tokenizers import Tokenizer
+    # (memory/knowledge/turn_text.py), 500 a call; for the configured context and
+    # for ``ending`` (the cheapest that keeps turn any@5 near the target).
+    from django.conf import settings
 
-    from memory.core.embedders import TOKENIZER_PATH
-    from memory.knowledge.turn_text import turn_embedding_text
-
-    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    now = timezone.now()
-    contextual = [
-        turn_embedding_text(
-            content=t,
-            role="user" if (i % 500) % 2 == 0 else "assistant",
-            at=now,
-            previous=texts[i - 1] if i % 500 else None,
-        )
-        for i, t in enumerate(texts)
-    ]
-    started = time.perf_counter()
-    for start in range(0, n, 500):
-        embedder.embed(contextual[start : start + 500])
-    ctx_wall = time.perf_counter() - started
-    results["raw_embedder_turns_in_context"] = {
-        "items": n,
-        "items_per_s": round(n / ctx_wall, 1),
-        "tokens_ratio": round(
-            sum(len(e.ids) for e in tokenizer.encode_batch(contextual))
-            / sum(len(e.ids) for e in tokenizer.encode_batch(texts)),
-            2,
-        ),
-    }
+    configured = settings.CAIRN_TURN_EMBED_CONTEXT
+    results["turn_context"] = configured
+    results["raw_embedder_turns_in_context"] = _raw_in_context(embedder, texts, configured)
+    results["raw_embedder_turns_ending"] = _raw_in_context(embedder, texts, "ending")
     print("raw embedder, turns in context", results["raw_embedder_turns_in_context"], flush=True)
 
     server, url = gunicorn_start(free_port(), extra=["--timeout", "300"])
@@ -241,29 +289,10 @@ def main(argv: list[str]) -> int:
         print("batch remember", results["batch_remember"], flush=True)
 
         # Batch turns.
-        turn_jobs = []
-        for s in range(0, n, 500):
-            turns = [
-                {"role": "user" if i % 2 == 0 else "assistant", "content": t, "turn_index": i}
-                for i, t in enumerate(texts[s : s + 500])
-            ]
-            turn_jobs.append((f"/api/v1/sessions/bench-{s}/turns/", {"turns": turns}, None))
-        wall, statuses, _ = _post_all(url, token, turn_jobs)
-        again_wall, again_statuses, _ = _post_all(url, token, turn_jobs)
-        turns = ConversationTurn.objects.filter(workspace=workspace)
-        results["batch_turns"] = {
-            "turns": n,
-            "batch": 500,
-            "turns_per_s": round(n / wall, 1),
-            "ratio_to_raw_embedder": round(n / wall / results["raw_embedder"]["items_per_s"], 2),
-            "ratio_to_raw_on_same_texts": round(
-                n / wall / results["raw_embedder_turns_in_context"]["items_per_s"], 2
-            ),
-            "statuses": statuses,
-            "retry_statuses": again_statuses,
-            "lost": n - turns.values("session_id", "turn_index").distinct().count(),
-            "doubled": turns.count() - turns.values("session_id", "turn_index").distinct().count(),
-        }
+        results["batch_turns"] = _batch_turns(
+            url, token, texts, workspace, "bench", results["raw_embedder"],
+            results["raw_embedder_turns_in_context"],
+        )  # fmt: skip
         print("batch turns", results["batch_turns"], flush=True)
 
         # Worker RSS over sustained server-side embedding (bench_rss.py draws the full curve).
@@ -293,11 +322,27 @@ def main(argv: list[str]) -> int:
         server.terminate()
         server.wait(timeout=60)
 
+    # Batch turns again on a server whose turns carry the end of the turn before.
+    os.environ["CAIRN_TURN_EMBED_CONTEXT"] = "ending"
+    server, url = gunicorn_start(free_port(), extra=["--timeout", "300"])
+    try:
+        _post_all(url, token, [("/api/v1/recall/", {"query": "warm up"}, None)] * 4)
+        results["batch_turns_ending"] = _batch_turns(
+            url, token, texts, workspace, "ending", results["raw_embedder"],
+            results["raw_embedder_turns_ending"],
+        )  # fmt: skip
+        print("batch turns, ending", results["batch_turns_ending"], flush=True)
+    finally:
+        os.environ.pop("CAIRN_TURN_EMBED_CONTEXT")
+        server.terminate()
+        server.wait(timeout=60)
+
     RESULTS.mkdir(parents=True, exist_ok=True)
     results["load"] = os.getloadavg()
     (RESULTS / "ingest.json").write_text(json.dumps(results, indent=2))
     r, b, t = results["raw_embedder"], results["batch_remember"], results["batch_turns"]
     c = results["raw_embedder_turns_in_context"]
+    te, ce = results["batch_turns_ending"], results["raw_embedder_turns_ending"]
     lines = [
         "| path | items/s | × raw embedder | lost | doubled |",
         "| --- | --- | --- | --- | --- |",
@@ -306,12 +351,17 @@ def main(argv: list[str]) -> int:
         f"{b['ratio_to_raw_embedder']} | {b['lost']} | {b['doubled']} |",
         f"| batch turns (500/request, 2 clients) | {t['turns_per_s']} | "
         f"{t['ratio_to_raw_embedder']} | {t['lost']} | {t['doubled']} |",
-        f"| raw embedder on the turns as the server embeds them (in context, 500 a call) | "
-        f"{c['items_per_s']} | {round(c['items_per_s'] / r['items_per_s'], 2)} | | |",
+        f"| raw embedder on the turns as the server embeds them (`{results['turn_context']}`, "
+        f"500 a call) | {c['items_per_s']} | {round(c['items_per_s'] / r['items_per_s'], 2)} | | |",
+        f"| batch turns, `CAIRN_TURN_EMBED_CONTEXT=ending` | {te['turns_per_s']} | "
+        f"{te['ratio_to_raw_embedder']} | {te['lost']} | {te['doubled']} |",
+        f"| raw embedder on the turns as `ending` embeds them | {ce['items_per_s']} | "
+        f"{round(ce['items_per_s'] / r['items_per_s'], 2)} | | |",
         "",
         f"Batch turns against the raw embedder on the same contextual texts: "
         f"{t['ratio_to_raw_on_same_texts']}× (tokens per turn in context: "
-        f"{c['tokens_ratio']}× the turn's own).",
+        f"{c['tokens_ratio']}× the turn's own); with `ending`: "
+        f"{te['ratio_to_raw_on_same_texts']}× ({ce['tokens_ratio']}× the tokens).",
         "",
         "| server-side embeddings | worker RSS (MB) |",
         "| --- | --- |",
@@ -321,7 +371,8 @@ def main(argv: list[str]) -> int:
     (RESULTS / "ingest.svg").write_text(_svg(results))
     print("\n".join(lines))
     drop_database()
-    return 0 if not (b["lost"] or b["doubled"] or t["lost"] or t["doubled"]) else 1
+    bad = any(x["lost"] or x["doubled"] for x in (b, t, te))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from django.db.models import OuterRef, Q, Subquery
 
 from memory.core.embeddings import get_embedder
 from memory.core.jobs import job_progress
-from memory.knowledge.turn_text import turn_embedding_text
+from memory.knowledge.turn_text import CARRY_WEIGHT, carry, turn_embedding_text
 from memory.models import ConversationTurn, Knowledge, SkillDelta
 from memory.skills.skillmd import delta_line
 
@@ -106,34 +106,53 @@ def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
         if run is not None:
             job_progress(run=run, done=done)
     # Turns are never edited: each gets the text it would have been stored with
-    # (memory/knowledge/turn_text.py), the turn before it read by the session index.
-    previous = Subquery(
-        ConversationTurn.objects.filter(
-            workspace_id=OuterRef("workspace_id"),
-            session_id=OuterRef("session_id"),
-            turn_index__lt=OuterRef("turn_index"),
-        )
-        .order_by("-turn_index", "-id")
-        .values("content")[:1]
-    )
+    # (memory/knowledge/turn_text.py), the turn before it read by the session index;
+    # ``running`` carries the vector of the turn before: this batch's if it is in it,
+    # else the stored one (in the current model's space), else none.
+    before = ConversationTurn.objects.filter(
+        workspace_id=OuterRef("workspace_id"),
+        session_id=OuterRef("session_id"),
+        turn_index__lt=OuterRef("turn_index"),
+    ).order_by("-turn_index", "-id")
+    running = settings.CAIRN_TURN_EMBED_CONTEXT in CARRY_WEIGHT
     last_id = 0
     while True:
         turns = list(
             _turns_pending(model_id)
             .filter(id__gt=last_id)
             .order_by("id")
-            .annotate(previous=previous)
-            .values_list("id", "content", "role", "created_at", "previous")[:batch_size]
+            .annotate(
+                previous=Subquery(before.values("content")[:1]),
+                previous_id=Subquery(before.values("id")[:1]),
+                previous_vector=Subquery(before.values("embedding")[:1]),
+                previous_model=Subquery(before.values("embedding_model")[:1]),
+            )
+            .values_list(
+                "id",
+                "content",
+                "role",
+                "created_at",
+                "previous",
+                "previous_id",
+                "previous_vector",
+                "previous_model",
+            )[:batch_size]
         )
         if not turns:
             break
         vectors = embedder.embed(
             [
                 turn_embedding_text(content=content, role=role, at=at, previous=prev)
-                for _, content, role, at, prev in turns
+                for _, content, role, at, prev, *_ in turns
             ]
         )
-        for (pk, *_), vector in zip(turns, vectors, strict=True):
+        done_here: dict[int, list[float]] = {}
+        for row, vector in zip(turns, vectors, strict=True):
+            pk, previous_id, previous_vector, previous_model = row[0], *row[5:]
+            if running:
+                stored = previous_vector if previous_model == model_id else None
+                vector = carry(vector, done_here.get(previous_id, stored))
+            done_here[pk] = vector
             ConversationTurn.objects.filter(pk=pk).update(
                 embedding=vector, embedding_model=model_id
             )

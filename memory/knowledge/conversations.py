@@ -31,7 +31,7 @@ from memory.core.validation import (
     prefix_fields,
 )
 from memory.knowledge.recall import vector_literal
-from memory.knowledge.turn_text import previous_content, turns_embed
+from memory.knowledge.turn_text import session_turns_embed
 from memory.knowledge.validation import DEFAULT_CONFIDENCE
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -117,8 +117,9 @@ def turn_store(
         "turn_index": turn_index,
         "role": role,
     }
-    previous = previous_content(workspace=workspace, session_id=session_id, turn_index=turn_index)
-    vectors = turns_embed([(content, role, at, previous)])
+    vectors = session_turns_embed(
+        workspace=workspace, session_id=session_id, rows=[(content, role, at, turn_index)]
+    )
     try:
         with transaction.atomic():
             turn = ConversationTurn.objects.create(
@@ -223,13 +224,11 @@ def turns_store_many(
         origin.append(index)
     # One embedder call for the batch, outside the transaction; each turn in the
     # context of the one before it (the batch's own, or the stored one before the batch).
-    by_index = sorted(checked, key=lambda r: (r[3], r[0]))
-    previous: dict[int, str | None] = {}
-    last = previous_content(workspace=workspace, session_id=session_id, turn_index=by_index[0][3])
-    for _role, content, _context, turn_index, _at in by_index:
-        previous.setdefault(turn_index, last)
-        last = content
-    vectors = turns_embed([(r[1], r[0], r[4], previous[r[3]]) for r in checked])
+    vectors = session_turns_embed(
+        workspace=workspace,
+        session_id=session_id,
+        rows=[(r[1], r[0], r[4], r[3]) for r in checked],
+    )
     params = {
         "workspace_id": workspace.pk,
         "agent_id": agent.pk if agent is not None else None,

@@ -10,15 +10,23 @@ the turn before it::
 ``CAIRN_TURN_EMBED_CONTEXT`` chooses: ``previous`` (the default, above: the turn
 before cut to 100 characters), ``full`` (also who said it and when, and the turn
 before up to 300 characters: the first default, 2.26× a LoCoMo turn's own tokens
-against 1.66×, for no better ranking), ``date`` (role and date, no previous turn)
-or ``none`` (the turn's text only). bench/bench_recall.py measures them on LoCoMo.
+against 1.66×, for no better ranking), ``date`` (role and date, no previous turn),
+``none`` (the turn's text only), and three that spend fewer tokens on context by
+carrying part of the stored vector of the turn before (``CARRY_WEIGHT``; that
+vector carries its own predecessor's, so the context runs back through the
+session at no cost in tokens): ``running`` (the turn's text alone), ``brief``
+(the first 40 characters of the turn before) and ``ending`` (its last 40, where
+the question a reply answers usually is). bench/bench_recall.py measures them on
+LoCoMo.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 
+import numpy as np
 from django.conf import settings
 
 from memory.core.embedders import EmbeddingError
@@ -27,9 +35,13 @@ from memory.models import ConversationTurn, Workspace
 
 logger = logging.getLogger(__name__)
 
-#: How much of the turn before goes into a turn's vector text, per mode.
-PREVIOUS_MAX_CHARS = {"previous": 100, "full": 300}
+#: How much of the turn before goes into a turn's vector text, per mode: its first
+#: (or, ``ending``, its last) characters.
+PREVIOUS_MAX_CHARS = {"previous": 100, "full": 300, "brief": 40, "ending": 40, "ending60": 60}
 TURN_MAX_CHARS = 1500
+
+#: The share of the vector of the turn before that a turn's vector carries, per mode.
+CARRY_WEIGHT = {"running": 0.5, "brief": 0.2, "ending": 0.2, "ending60": 0.2}
 
 
 def turn_embedding_text(
@@ -38,10 +50,11 @@ def turn_embedding_text(
     """The text a turn is embedded from (see the module docstring)."""
     mode = mode or settings.CAIRN_TURN_EMBED_CONTEXT
     text = " ".join(content.split())[:TURN_MAX_CHARS]
-    before = _clip(previous, PREVIOUS_MAX_CHARS[mode]) if mode in PREVIOUS_MAX_CHARS else ""
-    if mode == "none":
+    limit = PREVIOUS_MAX_CHARS.get(mode, 0)
+    before = _clip(previous, limit, end=mode.startswith("ending")) if limit else ""
+    if mode in ("none", "running"):
         return text
-    if mode == "previous":
+    if mode in ("previous", "brief", "ending", "ending60"):
         return f"{text} ({before})" if before else text
     about = [role]
     if at is not None:
@@ -52,35 +65,77 @@ def turn_embedding_text(
     return f"{text}\n({context})"
 
 
-def _clip(text: str | None, limit: int) -> str:
+def _clip(text: str | None, limit: int, *, end: bool = False) -> str:
     text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    return "…" + text[1 - limit :] if end else text[: limit - 1] + "…"
 
 
-def previous_content(*, workspace: Workspace, session_id: str, turn_index: int) -> str | None:
-    """The text of the latest turn of the session before ``turn_index`` (one indexed read)."""
-    return (
+def carry(
+    vector: Sequence[float], before: Sequence[float] | None, weight: float | None = None
+) -> list[float]:
+    """A turn's own vector plus ``weight`` (the mode's ``CARRY_WEIGHT``) of the one before."""
+    if weight is None:
+        weight = CARRY_WEIGHT.get(settings.CAIRN_TURN_EMBED_CONTEXT, 0.0)
+    if before is None or not weight:
+        return list(vector)
+    mixed = np.asarray(vector, dtype=np.float32) + weight * np.asarray(before, dtype=np.float32)
+    norm = float(np.linalg.norm(mixed))
+    return (mixed / norm).tolist() if norm else list(vector)
+
+
+def session_turns_embed(
+    *, workspace: Workspace, session_id: str, rows: list[tuple[str, str, datetime | None, int]]
+) -> list | None:
+    """Vectors for new turns of one session, rows (content, role, at, turn_index) in
+    any order, in one embedder call; None when the embedder fails (the turns are then
+    stored without vectors and the embed_backfill job gives them one later, so an
+    embedder outage never loses a turn).
+
+    Each turn's context is the latest turn before its index: the batch's own, or the
+    stored one before the batch (one indexed read). Turns sharing an index share it.
+    """
+    mode = settings.CAIRN_TURN_EMBED_CONTEXT
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][3], rows[i][1]))
+    stored = (
         ConversationTurn.objects.filter(
-            workspace=workspace, session_id=session_id, turn_index__lt=turn_index
+            workspace=workspace, session_id=session_id, turn_index__lt=rows[order[0]][3]
         )
         .order_by("-turn_index", "-id")
-        .values_list("content", flat=True)
+        .values_list("content", "embedding", "embedding_model")
         .first()
     )
+    # The turn before each row: its position in ``rows``, or -1 for the stored one.
+    before: dict[int, int] = {}
+    last, group_before, group_index = -1, -1, None
+    for i in order:
+        if rows[i][3] != group_index:
+            group_before, group_index = last, rows[i][3]
+        before[i] = group_before
+        last = i
 
+    def previous(i: int) -> str | None:
+        j = before[i]
+        return rows[j][0] if j >= 0 else (stored[0] if stored else None)
 
-def turns_embed(rows: list[tuple[str, str, datetime | None, str | None]]) -> list | None:
-    """Embed turns (content, role, at, previous content) in one embedder call.
-
-    None when the embedder fails: the turns are stored without vectors and the
-    embed_backfill job gives them one later, so an embedder outage never loses a turn.
-    """
     texts = [
-        turn_embedding_text(content=content, role=role, at=at, previous=previous)
-        for content, role, at, previous in rows
+        turn_embedding_text(content=content, role=role, at=at, previous=previous(i))
+        for i, (content, role, at, _index) in enumerate(rows)
     ]
+    embedder = get_embedder()
     try:
-        return get_embedder().embed(texts)
+        vectors = embedder.embed(texts)
     except EmbeddingError:
         logger.exception("embedding %d turns failed; stored without vectors", len(texts))
         return None
+    if mode not in CARRY_WEIGHT:
+        return vectors
+    stored_vector = None
+    if stored and stored[1] is not None and stored[2] == embedder.model_id:
+        stored_vector = stored[1]
+    out: list = [None] * len(rows)
+    for i in order:  # a turn's predecessor is mixed before it
+        j = before[i]
+        out[i] = carry(vectors[i], out[j] if j >= 0 else stored_vector)
+    return out

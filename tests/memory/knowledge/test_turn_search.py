@@ -128,6 +128,74 @@ def test_an_embedder_failure_keeps_the_turn_and_the_backfill_embeds_it(api, monk
     assert list(last.embedding) == pytest.approx(expected, abs=1e-5)
 
 
+def _own(text):
+    return get_embedder().embed_one(text)
+
+
+def _carried(own, before):
+    mixed = [a + turn_text.CARRY_WEIGHT["running"] * b for a, b in zip(own, before, strict=True)]
+    norm = sum(x * x for x in mixed) ** 0.5
+    return [x / norm for x in mixed]
+
+
+def _vector(pk):
+    return list(ConversationTurn.objects.get(pk=pk).embedding)
+
+
+def test_running_carries_the_stored_vector_of_the_turn_before_one_by_one_and_in_batches(
+    api, settings
+):
+    settings.CAIRN_TURN_EMBED_CONTEXT = "running"
+    first = _store(api, "r1", ["Have you been to Paris?"])[0]
+    # Batch out of order: each turn still carries the one before it by turn_index.
+    turns = [
+        {"role": "assistant", "content": "What did you like?", "turn_index": 2},
+        {"role": "user", "content": "Yes, twice last year!", "turn_index": 1},
+    ]
+    response = api.post("/api/v1/sessions/r1/turns/", {"turns": turns}, format="json")
+    assert response.status_code == 201, response.content
+    liked, twice = (row["id"] for row in response.json()["turns"])
+    single = api.post(
+        "/api/v1/sessions/r1/turns/",
+        {"role": "user", "content": "The museums.", "turn_index": 3},
+        format="json",
+    ).json()["id"]
+
+    assert _vector(first) == pytest.approx(_own("Have you been to Paris?"), abs=1e-5)
+    expected_twice = _carried(_own("Yes, twice last year!"), _vector(first))
+    assert _vector(twice) == pytest.approx(expected_twice, abs=1e-5)
+    expected_liked = _carried(_own("What did you like?"), _vector(twice))
+    assert _vector(liked) == pytest.approx(expected_liked, abs=1e-5)
+    assert _vector(single) == pytest.approx(
+        _carried(_own("The museums."), _vector(liked)), abs=1e-5
+    )
+    # The context made the reply nearer the question it answers than its own text is.
+    question = _own("Have you been to Paris?")
+    cosine = lambda v: sum(a * b for a, b in zip(v, question, strict=True))  # noqa: E731
+    assert cosine(_vector(twice)) > cosine(_own("Yes, twice last year!")) + 0.05
+
+
+def test_running_carries_nothing_from_a_turn_embedded_by_another_model(api, settings):
+    settings.CAIRN_TURN_EMBED_CONTEXT = "running"
+    first = _store(api, "r2", ["Have you been to Paris?"])[0]
+    ConversationTurn.objects.filter(pk=first).update(embedding_model="another-model")
+    reply = _store(api, "r2", ["Yes, twice last year!"], start=1)[0]
+    assert _vector(reply) == pytest.approx(_own("Yes, twice last year!"), abs=1e-5)
+
+
+def test_running_backfill_chains_the_turns_it_embeds(api, monkeypatch, settings):
+    settings.CAIRN_TURN_EMBED_CONTEXT = "running"
+    first = _store(api, "r3", ["I moved to Lisbon in March."])[0]
+    monkeypatch.setattr(turn_text, "get_embedder", lambda: _Broken())
+    ids = _store(api, "r3", ["How is the weather?", "Sunny, mostly.", "Lucky you."], start=1)
+    monkeypatch.undo()
+    assert embed_backfill_run(batch_size=2)["turns"] == 3  # one chain across two batches
+    expected = _vector(first)
+    for pk, text in zip(ids, ["How is the weather?", "Sunny, mostly.", "Lucky you."], strict=True):
+        expected = _carried(_own(text), expected)
+        assert _vector(pk) == pytest.approx(expected, abs=1e-5)
+
+
 # --------------------------------------------------------------------------- search
 
 
