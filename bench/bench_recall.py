@@ -55,6 +55,7 @@ DEFAULT = {
     "CAIRN_TURN_QUESTION_CREDIT": 0.2,
     "CAIRN_TURN_BEFORE_CREDIT": 0.0,
     "CAIRN_TURN_ANSWER_BOOST": 0.3,
+    "CAIRN_TURN_SESSION_TEMPERATURE": 0.2,  # group=session: soft maximum of the turns
 }
 # Rows measured before a knob existed ran without it (merged runs keep their rows).
 ABSENT = {
@@ -63,7 +64,10 @@ ABSENT = {
     "CAIRN_TURN_QUESTION_CREDIT": 0.0,
     "CAIRN_TURN_BEFORE_CREDIT": 0.0,
     "CAIRN_TURN_ANSWER_BOOST": 0.0,
+    "CAIRN_TURN_SESSION_TEMPERATURE": 0.0,
 }
+# group=session before the soft maximum: best turn + 0.3 × second best.
+BEST_PLUS_SECOND = {"CAIRN_TURN_SESSION_TEMPERATURE": 0.0}
 ALL_ENDPOINTS = ("conversations", "sessions", "recall")
 
 
@@ -137,26 +141,56 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         (
             "… + asking turns pass to their replies (0.1 kept back, 0.2 passed)",
             "full",
-            {"CAIRN_TURN_FUSION": "minmax", "CAIRN_TURN_ANSWER_BOOST": 0.0},
+            {**BEST_PLUS_SECOND, "CAIRN_TURN_FUSION": "minmax", "CAIRN_TURN_ANSWER_BOOST": 0.0},
             ("conversations",),
         ),
         (
             "… + asking turns, + answer kind 0.3 (when → time words, how many → numbers)",
             "full",
-            {"CAIRN_TURN_FUSION": "minmax"},
+            {**BEST_PLUS_SECOND, "CAIRN_TURN_FUSION": "minmax"},
             ALL_ENDPOINTS,
         ),
         (
             "… + both scores for every candidate, cosine scaled from 0.2",
             "full",
-            {},
+            BEST_PLUS_SECOND,
             ALL_ENDPOINTS,
         ),
         (
             "… + in the vector only the turn before, cut to 100 characters",
             "previous",
-            {},
+            BEST_PLUS_SECOND,
             ALL_ENDPOINTS,
+        ),
+        (
+            "… + the turn before carried in the vector, not its text (0.5 of its vector)",
+            "running",
+            BEST_PLUS_SECOND,
+            ALL_ENDPOINTS,
+        ),
+        (
+            "… + in the text the first 40 characters of the turn before, 0.2 of its vector carried",
+            "brief",
+            BEST_PLUS_SECOND,
+            ALL_ENDPOINTS,
+        ),
+        (
+            "… + in the text the last 40 characters of the turn before, 0.2 of its vector carried",
+            "ending",
+            BEST_PLUS_SECOND,
+            ALL_ENDPOINTS,
+        ),
+        (
+            "… + in the text the last 60 characters of the turn before, 0.2 of its vector carried",
+            "ending60",
+            BEST_PLUS_SECOND,
+            ("conversations",),
+        ),
+        (
+            "… + the turn before cut to 100 characters; sessions by a soft maximum of their turns",
+            "previous",
+            {},
+            ("conversations", "sessions"),
         ),
         (
             "0.4/0.6 + time + entity lifts, turn text (no context in the vector)",
@@ -166,7 +200,7 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         ),
     ]
     if quick:
-        keep = {0, 3, 5, 16}
+        keep = {0, 3, 5, 21}
         rows = [r for i, r in enumerate(rows) if i in keep]
     return rows
 

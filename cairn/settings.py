@@ -379,8 +379,8 @@ CAIRN_TURN_ENTITY_BOOST = envfloat("CAIRN_TURN_ENTITY_BOOST", 0.2)  # names, num
 CAIRN_TURN_SESSION_BOOST = envfloat("CAIRN_TURN_SESSION_BOOST", 0.0)  # off: lost on LoCoMo
 CAIRN_TURN_QUESTION_PENALTY, CAIRN_TURN_QUESTION_CREDIT, CAIRN_TURN_ANSWER_BOOST = 0.1, 0.2, 0.3
 CAIRN_TURN_BEFORE_CREDIT = 0.0  # off: lost paraphrases (memory/knowledge/answer_kind.py)
-# group=session: a session scores its best turn plus this share of its second best.
-CAIRN_TURN_SESSION_SECOND_WEIGHT = envfloat("CAIRN_TURN_SESSION_SECOND_WEIGHT", 0.3)
+# group=session: a session scores T·ln Σ exp(relevance/T) over its turns (0: best + 0.3 second).
+CAIRN_TURN_SESSION_TEMPERATURE = envfloat("CAIRN_TURN_SESSION_TEMPERATURE", 0.2)
 # Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.
 CAIRN_RERANK_URL = envstr("CAIRN_RERANK_URL", "")
 CAIRN_RERANK_MODEL = envstr("CAIRN_RERANK_MODEL", "")

@@ -238,8 +238,9 @@ class ConversationSearchParams(PageParams):
         choices=["turn", "session"],
         required=False,
         default="turn",
-        help_text="`session`: rank sessions (by their best turn plus a share of their "
-        "second best); `sessions` lists them with their best turns, `results` holds those "
+        help_text="`session`: rank sessions (by a soft maximum of their turns' relevance: "
+        "the best turn, plus more for other good ones); `sessions` lists them with their "
+        "best turns, `results` holds those "
         "turns, and limit/offset/count count sessions.",
     )
     neighbours = serializers.IntegerField(
@@ -290,7 +291,9 @@ class ConversationHitOut(serializers.Serializer):
 
 class ConversationSessionOut(serializers.Serializer):
     session_id = serializers.CharField()
-    score = serializers.FloatField(help_text="Best turn's rank plus a share of the second's.")
+    score = serializers.FloatField(
+        help_text="Soft maximum of its turns' relevance (T·ln Σ exp(r/T))."
+    )
     matches = serializers.IntegerField(help_text="Turns of this session among the candidates.")
     turns = ConversationHitOut(many=True, source="hits", help_text="Its best turns.")
 

@@ -43,6 +43,7 @@ Then, in Python on the few rows returned: the optional reranker
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -263,21 +264,41 @@ def turns_attach_neighbours(*, workspace: Workspace, hits: list[TurnHit], neighb
         ]
 
 
+#: With ``CAIRN_TURN_SESSION_TEMPERATURE`` 0, a session scores its best turn plus
+#: this share of its second best (the rule before the soft maximum).
+SESSION_SECOND_WEIGHT = 0.3
+
+
+def session_score(relevances: list[float]) -> float:
+    """A session's score from its turns' relevances: a soft maximum, T·ln Σ exp(r/T).
+
+    Led by the best turn, it adds up to T·ln k for k turns as good, and little for
+    weak ones: a session whose several turns answer outranks one lucky turn, while a
+    tail of weak turns cannot carry a session (best + 0.3 × second counted the second
+    turn however weak it was).
+    """
+    temperature = settings.CAIRN_TURN_SESSION_TEMPERATURE
+    ranked = sorted(relevances, reverse=True)
+    if temperature <= 0:
+        return ranked[0] + SESSION_SECOND_WEIGHT * (ranked[1] if len(ranked) > 1 else 0.0)
+    top = ranked[0]  # factored out, so exp never overflows
+    return top + temperature * math.log(sum(math.exp((r - top) / temperature) for r in ranked))
+
+
 def turns_group_sessions(hits: list[TurnHit], *, per_session: int = 3) -> list[SessionHit]:
-    """Sessions ranked by their best turn plus a share of their second best."""
+    """Sessions ranked by ``session_score`` of their turns among ``hits``."""
     by_session: dict[str, list[TurnHit]] = {}
     for hit in hits:
         by_session.setdefault(hit.session_id, []).append(hit)
-    second = settings.CAIRN_TURN_SESSION_SECOND_WEIGHT
-    sessions = []
-    for session_id, turns in by_session.items():
-        scores = sorted((h.relevance for h in turns), reverse=True)
-        score = scores[0] + second * (scores[1] if len(scores) > 1 else 0.0)
-        sessions.append(
-            SessionHit(
-                session_id=session_id, score=score, hits=turns[:per_session], matches=len(turns)
-            )
+    sessions = [
+        SessionHit(
+            session_id=session_id,
+            score=session_score([h.relevance for h in turns]),
+            hits=turns[:per_session],
+            matches=len(turns),
         )
+        for session_id, turns in by_session.items()
+    ]
     sessions.sort(key=lambda s: (-s.score, s.session_id))
     return sessions
 

@@ -16,8 +16,8 @@ carrying part of the stored vector of the turn before (``CARRY_WEIGHT``; that
 vector carries its own predecessor's, so the context runs back through the
 session at no cost in tokens): ``running`` (the turn's text alone), ``brief``
 (the first 40 characters of the turn before) and ``ending`` (its last 40, where
-the question a reply answers usually is). bench/bench_recall.py measures them on
-LoCoMo.
+the question a reply answers usually is; ``ending60``, its last 60).
+bench/bench_recall.py measures them on LoCoMo.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.knowledge import turn_text
 from memory.knowledge.answer_kind import answer_kind
+from memory.knowledge.turn_search import TurnHit, session_score, turns_group_sessions
 from memory.knowledge.turn_text import turn_embedding_text
 from memory.models import ConversationTurn
 
@@ -221,6 +222,30 @@ def test_group_session_ranks_sessions_with_their_best_turns(api):
     assert trip["matches"] == 2 and len(trip["turns"]) == 2
     assert trip["score"] >= body["sessions"][1]["score"]
     assert {r["session_id"] for r in body["results"]} == {"trip", "garden"}
+
+
+def _hit(session_id, relevance, index=0):
+    return TurnHit(
+        id=index, session_id=session_id, role="user", turn_index=index, context="global",
+        created_at=datetime(2023, 5, 8, tzinfo=UTC), content="", vector_rank=None,
+        text_rank=None, relevance=relevance,
+    )  # fmt: skip
+
+
+def _ranked(*sessions):
+    hits = [_hit(name, r, i) for name, rels in sessions for i, r in enumerate(rels)]
+    return [s.session_id for s in turns_group_sessions(hits)]
+
+
+def test_a_session_scores_a_soft_maximum_of_its_turns(settings):
+    settings.CAIRN_TURN_SESSION_TEMPERATURE = 0.2
+    # Several turns as good beat one slightly better turn ...
+    assert _ranked(("lucky", [1.0]), ("several", [0.9, 0.9, 0.9])) == ["several", "lucky"]
+    # ... but a weak second turn does not lift a weaker best turn past a better one.
+    assert _ranked(("best", [1.0]), ("tail", [0.9, 0.5])) == ["best", "tail"]
+    settings.CAIRN_TURN_SESSION_TEMPERATURE = 0.0  # the earlier rule: best + 0.3 second
+    assert _ranked(("best", [1.0]), ("tail", [0.9, 0.5])) == ["tail", "best"]
+    assert session_score([0.5, 2.0]) == pytest.approx(2.15)
 
 
 def test_neighbours_brings_the_turns_around_each_hit(api):
