@@ -106,52 +106,53 @@ def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
         if run is not None:
             job_progress(run=run, done=done)
     # Turns are never edited: each gets the text it would have been stored with
-    # (memory/knowledge/turn_text.py), the turn before it read by the session index;
-    # ``running`` carries the vector of the turn before: this batch's if it is in it,
-    # else the stored one (in the current model's space), else none.
+    # (memory/knowledge/turn_text.py), the turn before it found by the session index
+    # and read with the rest of the batch's in one query. A mode that carries the
+    # vector of the turn before takes this batch's if it is in it, else the stored
+    # one (in the current model's space), else none.
     before = ConversationTurn.objects.filter(
         workspace_id=OuterRef("workspace_id"),
         session_id=OuterRef("session_id"),
         turn_index__lt=OuterRef("turn_index"),
     ).order_by("-turn_index", "-id")
-    running = settings.CAIRN_TURN_EMBED_CONTEXT in CARRY_WEIGHT
+    carrying = settings.CAIRN_TURN_EMBED_CONTEXT in CARRY_WEIGHT
+    fields = ("id", "content", "embedding", "embedding_model") if carrying else ("id", "content")
     last_id = 0
     while True:
         turns = list(
             _turns_pending(model_id)
             .filter(id__gt=last_id)
             .order_by("id")
-            .annotate(
-                previous=Subquery(before.values("content")[:1]),
-                previous_id=Subquery(before.values("id")[:1]),
-                previous_vector=Subquery(before.values("embedding")[:1]),
-                previous_model=Subquery(before.values("embedding_model")[:1]),
-            )
-            .values_list(
-                "id",
-                "content",
-                "role",
-                "created_at",
-                "previous",
-                "previous_id",
-                "previous_vector",
-                "previous_model",
-            )[:batch_size]
+            .annotate(previous_id=Subquery(before.values("id")[:1]))
+            .values_list("id", "content", "role", "created_at", "previous_id")[:batch_size]
         )
         if not turns:
             break
+        previous = {
+            row["id"]: row
+            for row in ConversationTurn.objects.filter(
+                pk__in={t[4] for t in turns if t[4] is not None}
+            ).values(*fields)
+        }
         vectors = embedder.embed(
             [
-                turn_embedding_text(content=content, role=role, at=at, previous=prev)
-                for _, content, role, at, prev, *_ in turns
+                turn_embedding_text(
+                    content=content,
+                    role=role,
+                    at=at,
+                    previous=previous[prev]["content"] if prev in previous else None,
+                )
+                for _, content, role, at, prev in turns
             ]
         )
         done_here: dict[int, list[float]] = {}
-        for row, vector in zip(turns, vectors, strict=True):
-            pk, previous_id, previous_vector, previous_model = row[0], *row[5:]
-            if running:
-                stored = previous_vector if previous_model == model_id else None
-                vector = carry(vector, done_here.get(previous_id, stored))
+        for (pk, *_, prev), vector in zip(turns, vectors, strict=True):
+            if carrying:
+                stored = previous.get(prev)
+                same_space = stored is not None and stored["embedding_model"] == model_id
+                vector = carry(
+                    vector, done_here.get(prev, stored["embedding"] if same_space else None)
+                )
             done_here[pk] = vector
             ConversationTurn.objects.filter(pk=pk).update(
                 embedding=vector, embedding_model=model_id

@@ -96,14 +96,16 @@ def session_turns_embed(
     Each turn's context is the latest turn before its index: the batch's own, or the
     stored one before the batch (one indexed read). Turns sharing an index share it.
     """
-    mode = settings.CAIRN_TURN_EMBED_CONTEXT
+    carrying = settings.CAIRN_TURN_EMBED_CONTEXT in CARRY_WEIGHT
     order = sorted(range(len(rows)), key=lambda i: (rows[i][3], rows[i][1]))
+    # The stored turn before the batch; its vector only when the mode carries it.
+    fields = ("content", "embedding", "embedding_model") if carrying else ("content",)
     stored = (
         ConversationTurn.objects.filter(
             workspace=workspace, session_id=session_id, turn_index__lt=rows[order[0]][3]
         )
         .order_by("-turn_index", "-id")
-        .values_list("content", "embedding", "embedding_model")
+        .values_list(*fields)
         .first()
     )
     # The turn before each row: its position in ``rows``, or -1 for the stored one.
@@ -129,7 +131,7 @@ def session_turns_embed(
     except EmbeddingError:
         logger.exception("embedding %d turns failed; stored without vectors", len(texts))
         return None
-    if mode not in CARRY_WEIGHT:
+    if not carrying:
         return vectors
     stored_vector = None
     if stored and stored[1] is not None and stored[2] == embedder.model_id:
