@@ -66,3 +66,32 @@ def test_the_same_name_may_exist_in_two_workspaces():
     agent_create(workspace=a, name="gaia/chat", actor=Actor(kind="person", label="user:x"))
     agent_create(workspace=b, name="gaia/chat", actor=Actor(kind="person", label="user:y"))
     assert Agent.objects.filter(name="gaia/chat").count() == 2
+
+
+def _fields(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+def test_token_lookup_gives_the_rows_the_orm_gives(workspace):
+    """The lookup every request runs is hand-written SQL: its token, agent and
+    workspace must be the ORM's, converters included (JSON settings, aware times)."""
+    from memory.identity.services import token_lookup, token_revoke
+    from memory.models import ApiToken
+
+    workspace.settings = {"store_goal_text": True, "nested": {"a": [1, 2]}}
+    workspace.save()
+    agent = AgentFactory(workspace=workspace, name="gaia/chat")
+    AgentFactory(workspace=WorkspaceFactory(), name="gaia/chat")  # a twin elsewhere
+    issued = token_issue(agent=agent, scope="harness")
+    token = token_lookup(authorization=f"Bearer {issued.raw}")
+    expected = ApiToken.objects.select_related("agent", "workspace").get(pk=issued.token.pk)
+    assert _fields(token) == _fields(expected)
+    assert _fields(token.agent) == _fields(expected.agent)
+    assert _fields(token.workspace) == _fields(expected.workspace)
+    assert token.workspace.settings["nested"] == {"a": [1, 2]}
+    assert token.created_at.tzinfo is not None and token.scope == "harness"
+    assert token.agent.workspace is token.workspace  # no second query for it
+    assert token_lookup(authorization=f"Bearer {issued.raw}x") is None
+    assert token_lookup(authorization="Bearer nottoken") is None
+    token_revoke(token=expected, actor=Actor(kind="person", label="user:ann"))
+    assert token_lookup(authorization=f"Bearer {issued.raw}") is None
