@@ -9,7 +9,8 @@ the first request stored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -23,7 +24,7 @@ from memory.identity.projects import (
     target_relativize,
 )
 from memory.identity.services import GOAL_TEXT_SETTING
-from memory.lessons.evidence import evidence_apply
+from memory.lessons.evidence import evidence_apply, self_reports_apply
 from memory.lessons.promotion import promotion_twins_exist
 from memory.lessons.services import (
     lesson_confirm_by_outcome,
@@ -91,6 +92,10 @@ class Attribution:
     confirmed: list[dict]
     contradicted: list[dict]
     lessons_created: list[int]
+    # What an agent token's outcome (the model's own word) had in play on its own
+    # operation: recency only, written last (see ``self_reports_apply``).
+    self_reported: dict[type, set[int]] = field(default_factory=dict)
+    now: datetime = field(default_factory=timezone.now)
 
     def note(self, bucket: list[dict], ref: dict) -> None:
         if ref not in bucket:
@@ -189,10 +194,14 @@ def outcome_record(
                 remote=project_remote,
                 author=f"{outcome.channel}:{agent.name}",
             )
-            body = _apply(outcome=outcome)
+            result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
+            body = _apply(outcome=outcome, result=result)
             body["goal_text_stored"] = keep_goal_text
             outcome.response = body
             outcome.save(update_fields=["response"])
+            # Last, right before the commit: concurrent self-reports on one lesson
+            # wait for each other only for this statement and the commit.
+            self_reports_apply(targets=result.self_reported, now=result.now)
             return body, True
     except IntegrityError:
         stored = _stored_body(agent=agent, outcome_id=outcome_id)
@@ -201,9 +210,8 @@ def outcome_record(
         return stored, False
 
 
-def _apply(*, outcome: Outcome) -> dict:
-    now = timezone.now()
-    result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
+def _apply(*, outcome: Outcome, result: Attribution) -> dict:
+    now = result.now
     if outcome.passed is not None:
         _attribute(outcome=outcome, result=result, now=now)
     trust_samples_from_outcome(outcome=outcome)  # in-play deltas: harness outcomes only
@@ -242,13 +250,19 @@ def _apply(*, outcome: Outcome) -> dict:
 def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
     """Scoped attribution: only what was in play, only on its own operation.
 
-    The in-play lessons and knowledge items are each read and locked in one query
-    (``FOR NO KEY UPDATE``, in id order: it does not block other transactions'
-    evidence links to the same rows), so applying evidence needs no second read. A
-    lesson read that way is current only until weighted evidence lands on another
-    one (a promotion, demotion, activation or retirement can change it): from then
-    on each lesson is re-read as before.
+    A harness outcome's in-play lessons and knowledge items are each read and
+    locked in one query (``FOR NO KEY UPDATE``, in id order: it does not block other
+    transactions' evidence links to the same rows), so applying evidence needs no
+    second read. A lesson read that way is current only until weighted evidence
+    lands on another one (a promotion, demotion, activation or retirement can change
+    it): from then on each lesson is re-read as before.
+
+    An agent token's outcome moves nothing but recency, so its rows are read
+    without a lock and what it touched goes to ``result.self_reported``, written
+    just before the commit: outcomes naming the same lesson then queue on its row
+    for one statement instead of for their whole transaction.
     """
+    verified = outcome.channel == Channel.HARNESS
     last = operations_last_result(outcome.approach)
     lesson_ids = sorted({r["id"] for r in outcome.in_play if r["type"] == "lesson"})
     knowledge_ids = sorted(
@@ -256,12 +270,12 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
     )
     lessons = []
     if lesson_ids:
-        lessons = list(
-            Lesson.objects.select_for_update(no_key=True, of=("self",))
-            .filter(workspace_id=outcome.workspace_id, pk__in=lesson_ids)
-            .annotate(twins=promotion_twins_exist())
-            .order_by("pk")
-        )
+        rows = Lesson.objects.filter(workspace_id=outcome.workspace_id, pk__in=lesson_ids)
+        if verified:
+            rows = rows.select_for_update(no_key=True, of=("self",)).annotate(
+                twins=promotion_twins_exist()
+            )
+        lessons = list(rows.order_by("pk"))
         lessons.sort(key=lambda row: (row.created_at, row.pk), reverse=True)  # newest first
     seen: set[int] = set()
     fresh = True  # the rows read above are still current
@@ -275,7 +289,12 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
         if lesson.scope == LessonScope.PROJECT and lesson.project_digest != outcome.project_digest:
             continue  # another project's lesson is neither credited nor blamed here
         op_result = last.get(lesson.operation_key)
-        if outcome.passed is True and op_result == StepOutcome.OK:
+        said = (outcome.passed is True and op_result == StepOutcome.OK) or (
+            outcome.passed is False and op_result == StepOutcome.FAILED
+        )
+        if said and not verified:
+            result.self_reported.setdefault(Lesson, set()).add(lesson.pk)
+        elif outcome.passed is True and op_result == StepOutcome.OK:
             holder = lesson_confirm_by_outcome(
                 lesson=lesson,
                 outcome=outcome,
@@ -292,19 +311,20 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
                 fresh = False
     if not knowledge_ids:
         return
-    items = (
-        Knowledge.objects.select_for_update(no_key=True, of=("self",))
-        .filter(
-            workspace_id=outcome.workspace_id,
-            pk__in=knowledge_ids,
-            status=KnowledgeStatus.ACTIVE,
-            superseded_by__isnull=True,
-        )
-        .order_by("id")
+    items = Knowledge.objects.filter(
+        workspace_id=outcome.workspace_id,
+        pk__in=knowledge_ids,
+        status=KnowledgeStatus.ACTIVE,
+        superseded_by__isnull=True,
     )
-    for item in items:
+    if verified:
+        items = items.select_for_update(no_key=True, of=("self",))
+    for item in items.order_by("id"):
         kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
         if kind is None:
+            continue
+        if not verified:
+            result.self_reported.setdefault(Knowledge, set()).add(item.pk)
             continue
         applied = evidence_apply(
             target=item,

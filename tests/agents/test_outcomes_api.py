@@ -236,6 +236,39 @@ def test_it_applies_one_outcome_under_20_concurrent_retries(live_server, harness
     assert LessonEvidence.objects.filter(lesson=lesson).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_self_reports_on_the_same_rows_count_every_one(live_server, agent, api):
+    """Agent-token outcomes naming the same lessons and knowledge, in either order, at
+    once: no deadlock, no 5xx, every one counted (the recency write comes last in
+    each transaction, its rows locked in id order)."""
+    workspace = agent.workspace
+    first = LessonFactory(workspace=workspace, operation_key="pytest:.", state="active")
+    second = LessonFactory(workspace=workspace, operation_key="pytest:.", state="active")
+    item = KnowledgeFactory(workspace=workspace)
+    refs = [ref(first), ref(second), {"type": "knowledge", "id": item.pk}]
+    n = 16
+    barrier = threading.Barrier(n)
+
+    def send(i):
+        play = refs if i % 2 else refs[::-1]
+        body = passed_payload(outcome_id=f"self-{i}", in_play=play)
+        headers = {"Authorization": f"Bearer {api.raw_token}"}
+        with httpx.Client(base_url=live_server.url, headers=headers, timeout=60) as client:
+            barrier.wait()
+            return client.post(URL, json=body)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        responses = list(pool.map(send, range(n)))
+    assert [r.status_code for r in responses] == [201] * n, [r.text for r in responses]
+    assert all(r.json()["confirmed"] == [] for r in responses)  # the model's word moves nothing
+    for row in (first, second, item):
+        before = row.confidence
+        row.refresh_from_db()
+        assert (row.use_count, row.confidence) == (n, before)
+        assert row.last_used_at is not None
+    assert not ConfidenceChange.objects.exists()
+
+
 # --- scoped attribution ------------------------------------------------------------------------------------
 
 

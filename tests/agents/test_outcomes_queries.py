@@ -55,13 +55,21 @@ def test_a_harness_outcome_confirming_a_lesson_is_nine_queries(
 
 def test_an_agent_token_outcome_is_eight_queries(api, harness, lesson, django_assert_num_queries):
     _warm(api, lesson)
-    # token; SAVEPOINT; INSERT outcome; SELECT the project's name; SELECT ... FOR
-    # UPDATE in-play lessons; UPDATE the lesson's recency (self_report); UPDATE the
-    # response; RELEASE
-    with django_assert_num_queries(8):
+    # token; SAVEPOINT; INSERT outcome; SELECT the project's name; SELECT the in-play
+    # lessons (no lock: the model's word moves only recency); UPDATE the response;
+    # UPDATE the lesson's recency (self_report), last, so outcomes naming the same
+    # lesson queue on its row only until the commit; RELEASE
+    with django_assert_num_queries(8) as queries:
         response = api.post(URL, _body(lesson, "one"), format="json")
     assert response.status_code == 201
     assert response.json()["confirmed"] == []
+    sql = [q["sql"] for q in queries.captured_queries]
+    read = next(s for s in sql if s.startswith('SELECT "memory_lesson"'))
+    assert "FOR" not in read.split("WHERE")[-1]
+    assert sql[-2].startswith('UPDATE "memory_lesson"') and "use_count" in sql[-2]
+    assert sql[-3].startswith('UPDATE "memory_outcome"')
+    lesson.refresh_from_db()
+    assert lesson.use_count == 2  # the warm-up and this one
 
 
 def test_an_idempotency_key_adds_four_queries(harness, lesson, django_assert_num_queries):
