@@ -28,6 +28,7 @@ from agents.apis.common import (
     _workspace,
     actor,
     errors,
+    validated,
 )
 from memory.knowledge.conversations import turn_store, turns_store_many
 from memory.knowledge.selectors import turns_list
@@ -153,14 +154,13 @@ class SessionTurnsApi(APIView):
         session_id = _session_id(session_id)
         if isinstance(request.data, dict) and "turns" in request.data:
             return self._post_batch(request, session_id)
-        data = TurnIn(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(TurnIn, request.data)
         result = turn_store(
             workspace=_workspace(request),
             agent=request.user,
             session_id=session_id,
             channel=actor(request).channel,
-            **data.validated_data,
+            **data,
         )
         if not result.recorded:
             return Response({"recorded": False}, status=status.HTTP_202_ACCEPTED)
@@ -179,15 +179,14 @@ class SessionTurnsApi(APIView):
         )
 
     def _post_batch(self, request, session_id: str):
-        data = TurnBatchIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        turns = _validated_list(BatchTurnIn, data.validated_data["turns"], "turns")
+        data = validated(TurnBatchIn, request.data)
+        turns = _validated_list(BatchTurnIn, data["turns"], "turns")
         result = turns_store_many(
             workspace=_workspace(request),
             agent=request.user,
             session_id=session_id,
             turns=turns,
-            incognito=data.validated_data["incognito"],
+            incognito=data["incognito"],
             channel=actor(request).channel,
         )
         if not result.recorded:

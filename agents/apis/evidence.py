@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.apis.common import BIGINT_MAX, LEARNING_ERRORS, TAG_OUTCOMES, actor, errors
+from agents.apis.common import BIGINT_MAX, LEARNING_ERRORS, TAG_OUTCOMES, actor, errors, validated
 from memory.lessons.evidence import evidence_record
 from memory.models import EvidenceKind, TargetType
 
@@ -72,9 +72,8 @@ class EvidenceCreateApi(APIView):
         tags=[TAG_OUTCOMES],
     )
     def post(self, request):
-        serializer = self.EvidenceInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        data = validated(self.EvidenceInputSerializer, request.data)
         body, created = evidence_record(
-            workspace=request.auth.workspace, actor=actor(request), **serializer.validated_data
+            workspace=request.auth.workspace, actor=actor(request), **data
         )
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -28,6 +28,7 @@ from agents.apis.common import (
     _workspace,
     actor,
     errors,
+    validated,
 )
 from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.selectors import knowledge_get, knowledge_list
@@ -206,11 +207,8 @@ class KnowledgeCollectionApi(APIView):
         tags=[TAG_KNOWLEDGE],
     )
     def post(self, request):
-        data = RememberIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = knowledge_remember(
-            workspace=_workspace(request), actor=actor(request), **data.validated_data
-        )
+        data = validated(RememberIn, request.data)
+        result = knowledge_remember(workspace=_workspace(request), actor=actor(request), **data)
         return Response(
             _remember_body(result),
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
@@ -297,9 +295,8 @@ class KnowledgeBatchApi(APIView):
         tags=[TAG_KNOWLEDGE],
     )
     def post(self, request):
-        data = RememberBatchIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        items = _validated_list(RememberIn, data.validated_data["items"], "items")
+        data = validated(RememberBatchIn, request.data)
+        items = _validated_list(RememberIn, data["items"], "items")
         results = knowledge_remember_many(
             workspace=_workspace(request), actor=actor(request), items=items
         )

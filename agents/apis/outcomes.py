@@ -28,6 +28,7 @@ from agents.apis.common import (
     _project_args,
     actor,
     errors,
+    validated,
 )
 from memory.lessons.outcomes import GOAL_TEXT_MAX_CHARS, IN_PLAY_TYPES, outcome_record
 from memory.models import CheckKind, StepOutcome
@@ -233,9 +234,7 @@ class OutcomeCreateApi(APIView):
     def post(self, request):
         if isinstance(request.data, dict) and request.data.get("incognito") is True:
             return Response({"recorded": False}, status=status.HTTP_202_ACCEPTED)
-        serializer = self.OutcomeInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.OutcomeInputSerializer, request.data)
         project = _project_args(request, data)
         body, created = outcome_record(
             agent=request.user,

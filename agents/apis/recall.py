@@ -21,6 +21,7 @@ from agents.apis.common import (
     TextField,
     _workspace,
     errors,
+    validated,
 )
 from agents.apis.knowledge import KnowledgeItemFields
 from memory.knowledge.recall_sources import SOURCES, recall_sources
@@ -150,12 +151,11 @@ class RecallApi(APIView):
         tags=[TAG_KNOWLEDGE],
     )
     def post(self, request):
-        data = RecallIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = recall_sources(workspace=_workspace(request), **data.validated_data)
+        data = validated(RecallIn, request.data)
+        result = recall_sources(workspace=_workspace(request), **data)
         return Response(
             {
-                "query": data.validated_data["query"],
+                "query": data["query"],
                 "top_k": result.top_k,
                 "results": [_hit_body(hit) for hit in result.hits],
             }

@@ -22,6 +22,7 @@ from agents.apis.common import (
     TextField,
     actor,
     errors,
+    validated,
 )
 from memory.core.validation import bad_request
 from memory.situations.classify import RULES, Signals, classify_result
@@ -178,9 +179,7 @@ class SituationClassifyApi(APIView):
         tags=[TAG_SITUATIONS],
     )
     def post(self, request):
-        serializer = SignalFields(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        situation = classify_result(_signals(serializer.validated_data))
+        situation = classify_result(_signals(validated(SignalFields, request.data)))
         return Response(
             {
                 "situation": situation.as_json() if situation else None,
@@ -271,9 +270,7 @@ class TurnResultsApi(APIView):
     def post(self, request, turn_id: str):
         if len(turn_id) > TURN_ID_MAX:
             raise bad_request("turn_id", f"must be at most {TURN_ID_MAX} characters")
-        serializer = self.TurnResultInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.TurnResultInputSerializer, request.data)
         who = actor(request)
         declared = (
             situation_validate(data["situation"], harness=who.is_harness)

@@ -19,6 +19,7 @@ from agents.apis.common import (
     _workspace,
     actor,
     errors,
+    validated,
 )
 from memory.knowledge.conversations import tool_calls_log
 from memory.knowledge.selectors import tool_call_stats
@@ -107,9 +108,8 @@ class ToolCallsApi(APIView):
         tags=[TAG_CONVERSATIONS],
     )
     def post(self, request):
-        data = ToolCallsIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        calls = _validated_list(ToolCallIn, data.validated_data["calls"], "calls")
+        data = validated(ToolCallsIn, request.data)
+        calls = _validated_list(ToolCallIn, data["calls"], "calls")
         result = tool_calls_log(
             workspace=_workspace(request),
             agent=request.user,
