@@ -14,7 +14,8 @@ import posixpath
 import re
 from urllib.parse import urlsplit
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
@@ -152,20 +153,18 @@ def project_label_from_remote(
     label = remote_label(remote)
     if not label or not project_digest:
         return None
-    if ProjectLabel.objects.filter(
-        workspace_id=workspace_id, project_digest=project_digest
-    ).exists():
-        return None
-    try:
-        with transaction.atomic():  # a savepoint: a concurrent first label wins quietly
-            ProjectLabel.objects.create(
-                workspace_id=workspace_id,
-                project_digest=project_digest,
-                label=label,
-                updated_by=author[:200],
-            )
-    except IntegrityError:
-        return None
+    # One statement on every outcome: a labelled project (nearly always) is found on
+    # the unique index and nothing is written; a concurrent first label wins quietly.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {connection.ops.quote_name(ProjectLabel._meta.db_table)} "
+            "(workspace_id, project_digest, label, updated_by, updated_at) "
+            "VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (workspace_id, project_digest) DO NOTHING RETURNING id",
+            [workspace_id, project_digest, label, author[:200], timezone.now()],
+        )
+        if cursor.fetchone() is None:
+            return None
     audit_record(
         workspace=Workspace(pk=workspace_id),
         actor=author,

@@ -9,10 +9,11 @@ the first request stored.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
@@ -198,7 +199,11 @@ def outcome_record(
             body = _apply(outcome=outcome, result=result)
             body["goal_text_stored"] = keep_goal_text
             outcome.response = body
-            outcome.save(update_fields=["response"])
+            with connection.cursor() as cursor:  # the ORM's save() cost more than the write
+                cursor.execute(
+                    f"UPDATE {connection.ops.quote_name(Outcome._meta.db_table)} SET response = %s WHERE id = %s",
+                    [json.dumps(body), outcome.pk],
+                )
             # Last, right before the commit: concurrent self-reports on one lesson
             # wait for each other only for this statement and the commit.
             self_reports_apply(targets=result.self_reported, now=result.now)

@@ -40,7 +40,8 @@ def test_a_harness_outcome_confirming_a_lesson_is_nine_queries(
     # 1 the token (looked up once, shared by the write guard and the authentication)
     # 2 SAVEPOINT (BEGIN)
     # 3 INSERT the outcome (a retry loses here, on (agent, outcome_id))
-    # 4 SELECT: has the project a name yet? (named after its remote if not; issue 16)
+    # 4 INSERT ... ON CONFLICT DO NOTHING the project's name from its remote (a project
+    #   already named writes nothing; issue 16)
     # 5 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
     #   the same lesson" (the promotion check) as a column
     # 6 INSERT ... ON CONFLICT DO NOTHING the lesson's evidence link
@@ -55,7 +56,7 @@ def test_a_harness_outcome_confirming_a_lesson_is_nine_queries(
 
 def test_an_agent_token_outcome_is_eight_queries(api, harness, lesson, django_assert_num_queries):
     _warm(api, lesson)
-    # token; SAVEPOINT; INSERT outcome; SELECT the project's name; SELECT the in-play
+    # token; SAVEPOINT; INSERT outcome; INSERT the project's name if new; SELECT the in-play
     # lessons (no lock: the model's word moves only recency); UPDATE the response;
     # UPDATE the lesson's recency (self_report), last, so outcomes naming the same
     # lesson queue on its row only until the commit; RELEASE
