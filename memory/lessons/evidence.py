@@ -262,27 +262,6 @@ def evidence_apply(
     return result
 
 
-def self_reports_apply(*, targets: dict[type, set[int]], now: datetime) -> None:
-    """Recency for rows an agent token's outcome had in play (``SELF_REPORT``:
-    ``last_used_at``, ``use_count`` + 1), one statement per model.
-
-    The rows are locked in id order, so two outcomes naming the same rows never
-    deadlock; a count is never skipped. Run it last in the transaction: the row
-    locks are then held only until the commit.
-    """
-    with connection.cursor() as cursor:
-        for model, ids in sorted(targets.items(), key=lambda kv: kv[0].__name__):
-            if not ids:
-                continue
-            table = connection.ops.quote_name(model._meta.db_table)
-            cursor.execute(
-                f"UPDATE {table} AS t SET last_used_at = %s, use_count = t.use_count + 1 "
-                f"FROM (SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id "
-                "FOR NO KEY UPDATE) AS s WHERE t.id = s.id",
-                [now, sorted(ids)],
-            )
-
-
 def _require_live(target: Lesson | Knowledge) -> None:
     if isinstance(target, Lesson):
         if target.superseded_by_id is not None:

@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
+from memory.core.rows import row_insert
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
 from memory.identity.projects import (
@@ -25,7 +26,7 @@ from memory.identity.projects import (
     target_relativize,
 )
 from memory.identity.services import GOAL_TEXT_SETTING
-from memory.lessons.evidence import evidence_apply, self_reports_apply
+from memory.lessons.evidence import evidence_apply
 from memory.lessons.promotion import promotion_twins_exist
 from memory.lessons.services import (
     lesson_confirm_by_outcome,
@@ -94,7 +95,7 @@ class Attribution:
     contradicted: list[dict]
     lessons_created: list[int]
     # What an agent token's outcome (the model's own word) had in play on its own
-    # operation: recency only, written last (see ``self_reports_apply``).
+    # operation: recency only, written after the commit (see ``self_reports_apply``).
     self_reported: dict[type, set[int]] = field(default_factory=dict)
     now: datetime = field(default_factory=timezone.now)
 
@@ -167,27 +168,29 @@ def outcome_record(
     passed = outcome_passed(approach=approach, checks=checks, claim_ok=claim_ok)
     try:
         with transaction.atomic():
-            outcome = Outcome.objects.create(
-                workspace_id=agent.workspace_id,
-                agent=agent,
-                outcome_id=outcome_id,
-                session_id=session_id,
-                turn_index=turn_index,
-                project_digest=digest,
-                machine_digest=machine or "",
-                context=context or "global",
-                goal_digest=goal_digest(goal) if goal else goal_digest_value,
-                goal_text=goal_text if keep_goal_text else "",
-                approach=approach,
-                checks=checks,
-                claim_ok=claim_ok,
-                steps=steps,
-                tokens=tokens,
-                wall_s=wall_s,
-                in_play=in_play or [],
-                passed=passed,
-                reported_passed=reported_passed,
-                channel=channel,
+            outcome = row_insert(
+                Outcome(
+                    workspace_id=agent.workspace_id,
+                    agent=agent,
+                    outcome_id=outcome_id,
+                    session_id=session_id,
+                    turn_index=turn_index,
+                    project_digest=digest,
+                    machine_digest=machine or "",
+                    context=context or "global",
+                    goal_digest=goal_digest(goal) if goal else goal_digest_value,
+                    goal_text=goal_text if keep_goal_text else "",
+                    approach=approach,
+                    checks=checks,
+                    claim_ok=claim_ok,
+                    steps=steps,
+                    tokens=tokens,
+                    wall_s=wall_s,
+                    in_play=in_play or [],
+                    passed=passed,
+                    reported_passed=reported_passed,
+                    channel=channel,
+                )
             )
             project_label_from_remote(
                 workspace_id=agent.workspace_id,
@@ -199,20 +202,23 @@ def outcome_record(
             body = _apply(outcome=outcome, result=result)
             body["goal_text_stored"] = keep_goal_text
             outcome.response = body
+            table = connection.ops.quote_name(Outcome._meta.db_table)
             with connection.cursor() as cursor:  # the ORM's save() cost more than the write
                 cursor.execute(
-                    f"UPDATE {connection.ops.quote_name(Outcome._meta.db_table)} SET response = %s WHERE id = %s",
+                    f"UPDATE {table} SET response = %s WHERE id = %s",
                     [json.dumps(body), outcome.pk],
                 )
-            # Last, right before the commit: concurrent self-reports on one lesson
-            # wait for each other only for this statement and the commit.
-            self_reports_apply(targets=result.self_reported, now=result.now)
-            return body, True
     except IntegrityError:
         stored = _stored_body(agent=agent, outcome_id=outcome_id)
         if stored is None:
             raise
         return stored, False
+    # After the commit, in a statement of its own: outcomes naming the same lesson
+    # then hold its row only while PostgreSQL runs that statement, never across a
+    # round trip to this process. (A crash just here loses one recency mark, never
+    # evidence: self-reports move nothing else.)
+    self_reports_apply(targets=result.self_reported, now=result.now)
+    return body, True
 
 
 def _apply(*, outcome: Outcome, result: Attribution) -> dict:
@@ -264,8 +270,8 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
 
     An agent token's outcome moves nothing but recency, so its rows are read
     without a lock and what it touched goes to ``result.self_reported``, written
-    just before the commit: outcomes naming the same lesson then queue on its row
-    for one statement instead of for their whole transaction.
+    after the commit: outcomes naming the same lesson then queue on its row for
+    one statement instead of for their whole transaction.
     """
     verified = outcome.channel == Channel.HARNESS
     last = operations_last_result(outcome.approach)
@@ -344,6 +350,27 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
         ref = {"type": "error" if item.category == Category.ERROR else "knowledge", "id": item.pk}
         bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
         result.note(bucket, ref)
+
+
+def self_reports_apply(*, targets: dict[type, set[int]], now: datetime) -> None:
+    """Recency for rows an agent token's outcome had in play (``SELF_REPORT``:
+    ``last_used_at``, ``use_count`` + 1), one statement per model.
+
+    The rows are locked in id order, so two outcomes naming the same rows never
+    deadlock; a count is never skipped. ``outcome_record`` runs it after its commit,
+    so in autocommit the row locks last only as long as the statement.
+    """
+    with connection.cursor() as cursor:
+        for model, ids in sorted(targets.items(), key=lambda kv: kv[0].__name__):
+            if not ids:
+                continue
+            table = connection.ops.quote_name(model._meta.db_table)
+            cursor.execute(
+                f"UPDATE {table} AS t SET last_used_at = %s, use_count = t.use_count + 1 "
+                f"FROM (SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id "
+                "FOR NO KEY UPDATE) AS s WHERE t.id = s.id",
+                [now, sorted(ids)],
+            )
 
 
 def _knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, str]) -> str | None:

@@ -58,8 +58,8 @@ def test_an_agent_token_outcome_is_eight_queries(api, harness, lesson, django_as
     _warm(api, lesson)
     # token; SAVEPOINT; INSERT outcome; INSERT the project's name if new; SELECT the in-play
     # lessons (no lock: the model's word moves only recency); UPDATE the response;
-    # UPDATE the lesson's recency (self_report), last, so outcomes naming the same
-    # lesson queue on its row only until the commit; RELEASE
+    # RELEASE (COMMIT); then UPDATE the lesson's recency (self_report) in a statement
+    # of its own, so outcomes naming the same lesson hold its row only for that statement
     with django_assert_num_queries(8) as queries:
         response = api.post(URL, _body(lesson, "one"), format="json")
     assert response.status_code == 201
@@ -67,8 +67,9 @@ def test_an_agent_token_outcome_is_eight_queries(api, harness, lesson, django_as
     sql = [q["sql"] for q in queries.captured_queries]
     read = next(s for s in sql if s.startswith('SELECT "memory_lesson"'))
     assert "FOR" not in read.split("WHERE")[-1]
-    assert sql[-2].startswith('UPDATE "memory_lesson"') and "use_count" in sql[-2]
     assert sql[-3].startswith('UPDATE "memory_outcome"')
+    assert sql[-2].startswith("RELEASE SAVEPOINT")
+    assert sql[-1].startswith('UPDATE "memory_lesson"') and "use_count" in sql[-1]
     lesson.refresh_from_db()
     assert lesson.use_count == 2  # the warm-up and this one
 
