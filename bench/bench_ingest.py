@@ -14,9 +14,10 @@ client threads on the same machine post over HTTP. Texts are LoCoMo dialog turns
   (500 turns), 2 client threads, then every batch again (retries); the server
   embeds each turn in context (``CAIRN_TURN_EMBED_CONTEXT``), so the raw embedder
   is also timed on those very texts;
-- ``batch turns, ending``: the same on a second server started with
-  ``CAIRN_TURN_EMBED_CONTEXT=ending`` (the last 40 characters of the turn before,
-  0.2 of its vector carried: fewer tokens per turn);
+- ``batch turns, ending`` and ``batch turns, window``: the same on servers started
+  with ``CAIRN_TURN_EMBED_CONTEXT=ending`` (the last 40 characters of the turn
+  before, 0.2 of its vector carried: fewer tokens per turn) and ``window`` (no text
+  added: the session read in windows, memory/core/windows.py);
 - ``worker RSS``: with ``--rss-items=N``, each gunicorn worker's resident memory
   over N server-side embeddings through batch remember (the issue's 100k curve,
   before and after, is ``bench_rss.py``'s).
@@ -43,6 +44,9 @@ from common import (  # noqa: E402
     gunicorn_start,
     setup_django,
 )
+
+#: Turn contexts measured on servers of their own after the configured one.
+OTHER_MODES = ("ending", "window")
 
 LOCOMO = Path(os.environ.get("CAIRN_LOCOMO", "/work/shared/bench/locomo10.json"))
 
@@ -122,8 +126,14 @@ def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
         for i, t in enumerate(texts)
     ]
     started = time.perf_counter()
-    for start in range(0, len(texts), 500):
-        embedder.embed(contextual[start : start + 500])
+    if mode == "window":  # the session's turns read together, as the server does
+        from memory.core.windows import embed_sequences
+
+        embed_sequences(embedder, [(texts[s : s + 500], None) for s in range(0, len(texts), 500)])
+        contextual = texts  # no text added: the tokens are the turns' own, about once
+    else:
+        for start in range(0, len(texts), 500):
+            embedder.embed(contextual[start : start + 500])
     wall = time.perf_counter() - started
     own = sum(len(e.ids) for e in tokenizer.encode_batch(texts))
     return {
@@ -171,7 +181,7 @@ def _svg(results: dict) -> str:
         ("raw embedder", results["raw_embedder"]["items_per_s"]),
         ("batch remember", results["batch_remember"]["items_per_s"]),
         ("batch turns", results["batch_turns"]["turns_per_s"]),
-        ("turns, ending", results["batch_turns_ending"]["turns_per_s"]),
+        *[(f"turns, {m}", results[f"batch_turns_{m}"]["turns_per_s"]) for m in OTHER_MODES],
     ]
     top = max(v for _, v in bars) or 1
     out = [
@@ -246,13 +256,14 @@ def main(argv: list[str]) -> int:
 
     # The raw embedder on what the server embeds for a turn: its text in context
     # (memory/knowledge/turn_text.py), 500 a call; for the configured context and
-    # for ``ending`` (the cheapest that keeps turn any@5 near the target).
+    # for ``ending`` and ``window`` (the cheaper ones that keep turn any@5 near the target).
     from django.conf import settings
 
     configured = settings.CAIRN_TURN_EMBED_CONTEXT
     results["turn_context"] = configured
     results["raw_embedder_turns_in_context"] = _raw_in_context(embedder, texts, configured)
-    results["raw_embedder_turns_ending"] = _raw_in_context(embedder, texts, "ending")
+    for mode in OTHER_MODES:
+        results[f"raw_embedder_turns_{mode}"] = _raw_in_context(embedder, texts, mode)
     print("raw embedder, turns in context", results["raw_embedder_turns_in_context"], flush=True)
 
     server, url = gunicorn_start(free_port(), extra=["--timeout", "300"])
@@ -322,27 +333,29 @@ def main(argv: list[str]) -> int:
         server.terminate()
         server.wait(timeout=60)
 
-    # Batch turns again on a server whose turns carry the end of the turn before.
-    os.environ["CAIRN_TURN_EMBED_CONTEXT"] = "ending"
-    server, url = gunicorn_start(free_port(), extra=["--timeout", "300"])
-    try:
-        _post_all(url, token, [("/api/v1/recall/", {"query": "warm up"}, None)] * 4)
-        results["batch_turns_ending"] = _batch_turns(
-            url, token, texts, workspace, "ending", results["raw_embedder"],
-            results["raw_embedder_turns_ending"],
-        )  # fmt: skip
-        print("batch turns, ending", results["batch_turns_ending"], flush=True)
-    finally:
-        os.environ.pop("CAIRN_TURN_EMBED_CONTEXT")
-        server.terminate()
-        server.wait(timeout=60)
+    # Batch turns again on a server for each other turn context.
+    for mode in OTHER_MODES:
+        os.environ["CAIRN_TURN_EMBED_CONTEXT"] = mode
+        server, url = gunicorn_start(free_port(), extra=["--timeout", "300"])
+        try:
+            _post_all(url, token, [("/api/v1/recall/", {"query": "warm up"}, None)] * 4)
+            results[f"batch_turns_{mode}"] = _batch_turns(
+                url, token, texts, workspace, mode, results["raw_embedder"],
+                results[f"raw_embedder_turns_{mode}"],
+            )  # fmt: skip
+            print(f"batch turns, {mode}", results[f"batch_turns_{mode}"], flush=True)
+        finally:
+            os.environ.pop("CAIRN_TURN_EMBED_CONTEXT")
+            server.terminate()
+            server.wait(timeout=60)
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     results["load"] = os.getloadavg()
     (RESULTS / "ingest.json").write_text(json.dumps(results, indent=2))
     r, b, t = results["raw_embedder"], results["batch_remember"], results["batch_turns"]
     c = results["raw_embedder_turns_in_context"]
-    te, ce = results["batch_turns_ending"], results["raw_embedder_turns_ending"]
+    others = [(m, results[f"batch_turns_{m}"], results[f"raw_embedder_turns_{m}"])
+              for m in OTHER_MODES]  # fmt: skip
     lines = [
         "| path | items/s | × raw embedder | lost | doubled |",
         "| --- | --- | --- | --- | --- |",
@@ -353,15 +366,25 @@ def main(argv: list[str]) -> int:
         f"{t['ratio_to_raw_embedder']} | {t['lost']} | {t['doubled']} |",
         f"| raw embedder on the turns as the server embeds them (`{results['turn_context']}`, "
         f"500 a call) | {c['items_per_s']} | {round(c['items_per_s'] / r['items_per_s'], 2)} | | |",
-        f"| batch turns, `CAIRN_TURN_EMBED_CONTEXT=ending` | {te['turns_per_s']} | "
-        f"{te['ratio_to_raw_embedder']} | {te['lost']} | {te['doubled']} |",
-        f"| raw embedder on the turns as `ending` embeds them | {ce['items_per_s']} | "
-        f"{round(ce['items_per_s'] / r['items_per_s'], 2)} | | |",
+        *[
+            line
+            for m, te, ce in others
+            for line in (
+                f"| batch turns, `CAIRN_TURN_EMBED_CONTEXT={m}` | {te['turns_per_s']} | "
+                f"{te['ratio_to_raw_embedder']} | {te['lost']} | {te['doubled']} |",
+                f"| raw embedder on the turns as `{m}` embeds them | {ce['items_per_s']} | "
+                f"{round(ce['items_per_s'] / r['items_per_s'], 2)} | | |",
+            )
+        ],
         "",
         f"Batch turns against the raw embedder on the same contextual texts: "
         f"{t['ratio_to_raw_on_same_texts']}× (tokens per turn in context: "
-        f"{c['tokens_ratio']}× the turn's own); with `ending`: "
-        f"{te['ratio_to_raw_on_same_texts']}× ({ce['tokens_ratio']}× the tokens).",
+        f"{c['tokens_ratio']}× the turn's own)"
+        + "".join(
+            f"; with `{m}`: {te['ratio_to_raw_on_same_texts']}× ({ce['tokens_ratio']}× the tokens)"
+            for m, te, ce in others
+        )
+        + ".",
         "",
         "| server-side embeddings | worker RSS (MB) |",
         "| --- | --- |",
@@ -371,7 +394,7 @@ def main(argv: list[str]) -> int:
     (RESULTS / "ingest.svg").write_text(_svg(results))
     print("\n".join(lines))
     drop_database()
-    bad = any(x["lost"] or x["doubled"] for x in (b, t, te))
+    bad = any(x["lost"] or x["doubled"] for x in (b, t, *(te for _, te, _ in others)))
     return 1 if bad else 0
 
 

@@ -158,7 +158,7 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         ),
         (
             "… + in the vector only the turn before, cut to 100 characters",
-            "previous",
+            "previous100",
             BEST_PLUS_SECOND,
             ALL_ENDPOINTS,
         ),
@@ -188,7 +188,19 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         ),
         (
             "… + the turn before cut to 100 characters; sessions by a soft maximum of their turns",
+            "previous100",
+            {},
+            ("conversations", "sessions"),
+        ),
+        (
+            "… + the turn before cut to 80 characters; sessions by a soft maximum of their turns",
             "previous",
+            {},
+            ("conversations", "sessions"),
+        ),
+        (
+            "… + each turn's vector from its own tokens, the session read in windows of 64",
+            "window",
             {},
             ("conversations", "sessions"),
         ),

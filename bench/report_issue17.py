@@ -71,10 +71,11 @@ def rows() -> list[tuple[str, str, str]]:
                     f"{b['ratio_to_raw_embedder']}"))  # fmt: skip
         out.append(("turns (items/s)", BEFORE["turns (items/s)"],
                     f"{t['turns_per_s']} (500 per request, 2 clients)"))  # fmt: skip
-        ending = ingest.get("batch_turns_ending")
+        ending, window = ingest.get("batch_turns_ending"), ingest.get("batch_turns_window")
         out.append(("batch turns × raw embedder (target ≥ 0.7)", "–",
                     f"{t['ratio_to_raw_embedder']} (`{ingest.get('turn_context', 'previous')}`)"
-                    + (f"; {ending['ratio_to_raw_embedder']} with `ending`" if ending else "")))  # fmt: skip
+                    + (f"; {ending['ratio_to_raw_embedder']} with `ending`" if ending else "")
+                    + (f"; {window['ratio_to_raw_embedder']} with `window`" if window else "")))  # fmt: skip
     if outcomes:
         r = outcomes["results"]
         bare = r.get("bare DRF view", {})

@@ -12,6 +12,7 @@ from django.db.models import OuterRef, Q, Subquery
 
 from memory.core.embeddings import get_embedder
 from memory.core.jobs import job_progress
+from memory.core.windows import embed_sequences
 from memory.knowledge.turn_text import CARRY_WEIGHT, carry, turn_embedding_text
 from memory.models import ConversationTurn, Knowledge, SkillDelta
 from memory.skills.skillmd import delta_line
@@ -134,17 +135,20 @@ def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
                 pk__in={t[4] for t in turns if t[4] is not None}
             ).values(*fields)
         }
-        vectors = embedder.embed(
-            [
-                turn_embedding_text(
-                    content=content,
-                    role=role,
-                    at=at,
-                    previous=previous[prev]["content"] if prev in previous else None,
-                )
-                for _, content, role, at, prev in turns
-            ]
-        )
+        before_text = {pk: previous[prev]["content"] if prev in previous else None
+                       for pk, *_, prev in turns}  # fmt: skip
+        windowed = None
+        if settings.CAIRN_TURN_EMBED_CONTEXT == "window":  # each turn a window of its own
+            windowed = embed_sequences(embedder, [([t[1]], before_text[t[0]]) for t in turns])
+        if windowed is not None:
+            vectors = [sequence[0] for sequence in windowed]
+        else:
+            vectors = embedder.embed(
+                [
+                    turn_embedding_text(content=content, role=role, at=at, previous=before_text[pk])
+                    for pk, content, role, at, _prev in turns
+                ]
+            )
         done_here: dict[int, list[float]] = {}
         for (pk, *_, prev), vector in zip(turns, vectors, strict=True):
             if carrying:

@@ -366,17 +366,15 @@ class _Runtime:
     pooled: bool  # output is already one vector per text
     sha256: str
     # One model run at a time per process: a worker's threads queue here instead of
-    # each growing the shared CPU arena by a working set of their own (on 2 cores the
-    # intra-op threads are busy anyway, so running side by side gains nothing).
+    # each growing the shared CPU arena (the intra-op threads keep the cores busy).
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 #: Tokens in one model run (rows × padded width). Attention holds rows × 12 heads ×
-#: width² floats, so a fixed budget bounds one run's working set whatever the texts'
-#: lengths: 32 short texts run together, long ones a few at a time. onnxruntime's CPU
-#: arena keeps the largest working set it has seen (issue 17: 32 texts of 256 tokens
-#: need ~100 MB per attention tensor, several at once per thread, and a worker grew
-#: from 0.35 GB to 3 GB); with this budget, the lock and few shapes it stays flat.
+#: width² floats, so a fixed budget bounds a run's working set: 32 short texts run
+#: together, long ones a few at a time. onnxruntime's CPU arena keeps the largest it
+#: has seen (issue 17: 32 texts of 256 tokens took a worker from 0.35 GB to 3 GB);
+#: with this budget, the lock and few shapes it stays flat.
 RUN_TOKEN_BUDGET = 2048
 
 #: Padded widths are multiples of this: the session sees at most
@@ -533,16 +531,13 @@ class LocalEmbedder(Embedder):
     def _runtime(self) -> _Runtime:
         return _load_runtime(self.model_path, self.expected_sha256, self.threads)
 
-    def _embed(self, texts: list[str]) -> list[list[float]]:
+    def _runs(self, ids: list[list[int]]):
+        """(rows, hidden states, mask) per model run, ``ids`` sorted by length (``_chunks``)."""
         import numpy as np
 
         rt = self._runtime()
-        encodings = rt.tokenizer.encode_batch(texts, add_special_tokens=True)
-        ids = [e.ids for e in encodings]
         lengths = [len(x) for x in ids]
-        # Sort by length so each run pads to similar lengths; restore order at the end.
         order = sorted(range(len(ids)), key=lambda i: lengths[i])
-        result: list[list[float] | None] = [None] * len(ids)
         for chunk in _chunks(order, lengths, self.batch_size):
             width = _padded_width(max(lengths[i] for i in chunk))
             input_ids = np.zeros((len(chunk), width), dtype=np.int64)
@@ -563,6 +558,15 @@ class LocalEmbedder(Embedder):
                     f"embedding model returned {hidden.shape[-1]}-dimensional vectors, "
                     f"expected {EMBEDDING_DIMENSIONS}"
                 )
+            yield chunk, hidden, mask
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        rt = self._runtime()
+        encodings = rt.tokenizer.encode_batch(texts, add_special_tokens=True)
+        result: list[list[float] | None] = [None] * len(texts)
+        for chunk, hidden, mask in self._runs([e.ids for e in encodings]):
             if rt.pooled:
                 vectors = hidden
             else:
@@ -574,6 +578,19 @@ class LocalEmbedder(Embedder):
             for row, i in enumerate(chunk):
                 result[i] = vectors[row].tolist()
         return result  # type: ignore[return-value]
+
+    def token_states(self, ids: list[list[int]]) -> list | None:
+        """Each id list's last hidden states (None if the model pools): windows.py."""
+        if self._runtime().pooled:
+            return None
+        out: list = [None] * len(ids)
+        for chunk, hidden, _mask in self._runs(ids):
+            for row, i in enumerate(chunk):
+                out[i] = hidden[row, : len(ids[i])]
+        return out
+
+    def tokenizer(self):  # special tokens added, truncated at MAX_TOKENS
+        return self._runtime().tokenizer
 
 
 def runtimes_reset() -> None:

@@ -8,10 +8,14 @@ the turn before it::
     Yes, twice last year! (Have you ever been to Paris?)
 
 ``CAIRN_TURN_EMBED_CONTEXT`` chooses: ``previous`` (the default, above: the turn
-before cut to 100 characters), ``full`` (also who said it and when, and the turn
-before up to 300 characters: the first default, 2.26× a LoCoMo turn's own tokens
-against 1.66×, for no better ranking), ``date`` (role and date, no previous turn),
-``none`` (the turn's text only), and three that spend fewer tokens on context by
+before cut to 80 characters, 1.57× a LoCoMo turn's own tokens; ``previous100``,
+the earlier default, cut to 100: 1.66×, ranking no better), ``full`` (also who
+said it and when, and the turn before up to 300 characters: the first default,
+2.26×, for no better ranking), ``date`` (role and date, no previous turn),
+``none`` (the turn's text only), ``window`` (no text added: the session's turns
+are read together in windows and each turn's vector pooled from its own tokens,
+memory/core/windows.py, about 1.05× the time; an embedder without token states
+gets the ``previous`` text instead), and three that spend fewer tokens on context by
 carrying part of the stored vector of the turn before (``CARRY_WEIGHT``; that
 vector carries its own predecessor's, so the context runs back through the
 session at no cost in tokens): ``running`` (the turn's text alone), ``brief``
@@ -31,13 +35,22 @@ from django.conf import settings
 
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
+from memory.core.windows import embed_sequences
 from memory.models import ConversationTurn, Workspace
 
 logger = logging.getLogger(__name__)
 
 #: How much of the turn before goes into a turn's vector text, per mode: its first
 #: (or, ``ending``, its last) characters.
-PREVIOUS_MAX_CHARS = {"previous": 100, "full": 300, "brief": 40, "ending": 40, "ending60": 60}
+PREVIOUS_MAX_CHARS = {
+    "previous": 80,
+    "window": 80,  # its text where the embedder gives no token states
+    "previous100": 100,
+    "full": 300,
+    "brief": 40,
+    "ending": 40,
+    "ending60": 60,
+}
 TURN_MAX_CHARS = 1500
 
 #: The share of the vector of the turn before that a turn's vector carries, per mode.
@@ -54,7 +67,7 @@ def turn_embedding_text(
     before = _clip(previous, limit, end=mode.startswith("ending")) if limit else ""
     if mode in ("none", "running"):
         return text
-    if mode in ("previous", "brief", "ending", "ending60"):
+    if mode in ("previous", "previous100", "window", "brief", "ending", "ending60"):
         return f"{text} ({before})" if before else text
     about = [role]
     if at is not None:
@@ -121,15 +134,23 @@ def session_turns_embed(
         j = before[i]
         return rows[j][0] if j >= 0 else (stored[0] if stored else None)
 
-    texts = [
-        turn_embedding_text(content=content, role=role, at=at, previous=previous(i))
-        for i, (content, role, at, _index) in enumerate(rows)
-    ]
     embedder = get_embedder()
     try:
+        if settings.CAIRN_TURN_EMBED_CONTEXT == "window":
+            read = [rows[i][0] for i in order]
+            windowed = embed_sequences(embedder, [(read, stored[0] if stored else None)])
+            if windowed is not None:
+                vectors: list = [None] * len(rows)
+                for i, vector in zip(order, windowed[0], strict=True):
+                    vectors[i] = vector
+                return vectors
+        texts = [
+            turn_embedding_text(content=content, role=role, at=at, previous=previous(i))
+            for i, (content, role, at, _index) in enumerate(rows)
+        ]
         vectors = embedder.embed(texts)
     except EmbeddingError:
-        logger.exception("embedding %d turns failed; stored without vectors", len(texts))
+        logger.exception("embedding %d turns failed; stored without vectors", len(rows))
         return None
     if not carrying:
         return vectors

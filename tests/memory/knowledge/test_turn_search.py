@@ -55,9 +55,11 @@ def test_the_embedded_text_is_the_turn_then_the_start_of_the_turn_before():
 
     assert text("previous") == (
         "Yes, twice! (Been to Paris? We loved the museums and the long walks by the river. "
-        "We loved the museums and the l…)"
+        "We loved t…)"
     )
-    assert len(text("previous")) == len("Yes, twice! ()") + 100
+    assert len(text("previous")) == len("Yes, twice! ()") + 80
+    assert len(text("previous100")) == len("Yes, twice! ()") + 100
+    assert text("window") == text("previous")  # its text where no token states are given
     assert text("previous", previous=None) == "Yes, twice!"
     full = text("full")
     assert full.startswith("Yes, twice!\n(user, 8 May 2023; replying to: Been to Paris? We")

@@ -1,0 +1,66 @@
+"""Vectors for consecutive texts read together ("late chunking").
+
+A conversation turn alone ("Yes, twice last year!") often means nothing without
+the turns around it. Writing the turn before into each turn's text (the
+``previous`` turn text, memory/knowledge/turn_text.py) pays for those tokens a
+second time. Here the model reads a session's turns in windows of about
+``WINDOW_TOKENS`` tokens (each window opening with the first ``CONTEXT_TOKENS``
+tokens of the turn before it), and each turn's vector is the mean of the model's
+states over its own tokens only: every token is read about once, and each turn
+is still read in its context.
+
+Only a model that returns its token states can do this (the local MiniLM; not an
+OpenAI-compatible endpoint): ``embed_sequences`` answers None for the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from memory.core.embedders import MAX_TOKENS, Embedder
+
+#: Turns share a window while it holds at most this many tokens (a longer turn gets
+#: a window of its own, up to MAX_TOKENS).
+WINDOW_TOKENS = 64
+#: Each window opens with this many tokens from the start of the turn before it.
+CONTEXT_TOKENS = 16
+
+
+def embed_sequences(
+    embedder: Embedder, sequences: Sequence[tuple[Sequence[str], str | None]]
+) -> list[list[list[float]]] | None:
+    """Vectors for each sequence's texts, read in windows (see the module docstring);
+    a sequence is (its texts in order, the text before its first, or None). One
+    model call for all. None when ``embedder`` cannot give token states."""
+    states = getattr(embedder, "token_states", None)
+    if states is None:
+        return None
+    tokenizer = embedder.tokenizer()  # type: ignore[attr-defined]
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    windows: list[list[int]] = []
+    spans: list[list[tuple[int, int, int, int]]] = []  # (sequence, text, start, end)
+    for s, (texts, before) in enumerate(sequences):
+        own = [e.ids[1:-1] for e in tokenizer.encode_batch(list(texts))] if texts else []
+        head = tokenizer.encode(before).ids[1:-1][:CONTEXT_TOKENS] if before else []
+        i = 0
+        while i < len(own):
+            ids = [cls, *(head if i == 0 else own[i - 1][:CONTEXT_TOKENS])]
+            span: list[tuple[int, int, int, int]] = []
+            while i < len(own) and (not span or len(ids) + len(own[i]) < WINDOW_TOKENS):
+                take = own[i][: MAX_TOKENS - 1 - len(ids)]
+                span.append((s, i, len(ids), len(ids) + len(take)))
+                ids += take
+                i += 1
+            windows.append([*ids, sep])
+            spans.append(span)
+    hidden_states = states(windows) if windows else []
+    if hidden_states is None:  # the model pools its own output
+        return None
+    out: list[list[list[float] | None]] = [[None] * len(texts) for texts, _ in sequences]
+    for hidden, span in zip(hidden_states, spans, strict=True):
+        for s, i, start, end in span:
+            vector = hidden[start:end].mean(axis=0) if end > start else hidden.mean(axis=0)
+            out[s][i] = (vector / max(float(np.linalg.norm(vector)), 1e-12)).tolist()
+    return out  # type: ignore[return-value]
