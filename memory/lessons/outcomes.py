@@ -10,10 +10,11 @@ the first request stored.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
@@ -55,6 +56,8 @@ from memory.models import (
     Workspace,
 )
 from memory.skills.trust import trust_samples_from_outcome
+
+logger = logging.getLogger(__name__)
 
 IN_PLAY_TYPES = ("lesson", "knowledge", "error", "delta")
 GOAL_TEXT_MAX_CHARS = 1000
@@ -216,8 +219,14 @@ def outcome_record(
     # After the commit, in a statement of its own: outcomes naming the same lesson
     # then hold its row only while PostgreSQL runs that statement, never across a
     # round trip to this process. (A crash just here loses one recency mark, never
-    # evidence: self-reports move nothing else.)
-    self_reports_apply(targets=result.self_reported, now=result.now)
+    # evidence: self-reports move nothing else.) The outcome is stored by now, so a
+    # failure here is logged, not answered as a 500 the client would retry.
+    try:
+        self_reports_apply(targets=result.self_reported, now=result.now)
+    except DatabaseError:
+        if connection.in_atomic_block:  # a caller's transaction: it must know
+            raise
+        logger.exception("outcome %s: recency of what it had in play not recorded", outcome.pk)
     return body, True
 
 

@@ -1,0 +1,46 @@
+"""An agent token's outcome records what it had in play after its commit; if that
+write fails the outcome still stands and the answer is not a 500."""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+import pytest
+from django.db import connection
+
+from memory.lessons.outcomes import outcome_record
+from memory.models import Outcome
+from tests.factories.lessons import LessonFactory, check, step
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_blocked_recency_write_leaves_the_outcome_recorded(agent, caplog):
+    lesson = LessonFactory(workspace=agent.workspace, operation_key="pytest", state="active")
+    params = connection.get_connection_params()
+    other = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
+    try:
+        # Another transaction holds the lesson's row; the recency write gives up fast.
+        other.execute("SELECT 1 FROM memory_lesson WHERE id = %s FOR UPDATE", [lesson.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        with caplog.at_level(logging.ERROR, logger="memory.lessons.outcomes"):
+            body, created = outcome_record(
+                agent=agent,
+                outcome_id="blocked",
+                session_id="s",
+                project_remote="https://github.com/acme/shop.git",
+                approach=[step("pytest", "tests", "ok", 1)],
+                checks=[check(1, 0)],
+                in_play=[{"type": "lesson", "id": lesson.pk}],
+            )
+    finally:
+        other.rollback()
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert created and body["passed"] is True
+    assert Outcome.objects.filter(outcome_id="blocked", response=body).exists()
+    lesson.refresh_from_db()
+    assert lesson.use_count == 0  # the mark was lost, nothing else
+    assert "recency of what it had in play not recorded" in caplog.text
