@@ -14,8 +14,9 @@ said it and when, and the turn before up to 300 characters: the first default,
 2.26×, for no better ranking), ``date`` (role and date, no previous turn),
 ``none`` (the turn's text only), ``window`` (no text added: the session's turns
 are read together in windows and each turn's vector pooled from its own tokens,
-memory/core/windows.py, about 1.05× the time; an embedder without token states
-gets the ``previous`` text instead), and three that spend fewer tokens on context by
+memory/core/windows.py, about 1.2× the time of the text alone; an embedder
+without token states gets the ``previous`` text instead), and three that spend
+fewer tokens on context by
 carrying part of the stored vector of the turn before (``CARRY_WEIGHT``; that
 vector carries its own predecessor's, so the context runs back through the
 session at no cost in tokens): ``running`` (the turn's text alone), ``brief``
