@@ -14,10 +14,10 @@ client threads on the same machine post over HTTP. Texts are LoCoMo dialog turns
   (500 turns), 2 client threads, then every batch again (retries); the server
   embeds each turn in context (``CAIRN_TURN_EMBED_CONTEXT``), so the raw embedder
   is also timed on those very texts;
-- ``batch turns, ending`` and ``batch turns, window``: the same on servers started
-  with ``CAIRN_TURN_EMBED_CONTEXT=ending`` (the last 40 characters of the turn
-  before, 0.2 of its vector carried: fewer tokens per turn) and ``window`` (no text
-  added: the session read in windows, memory/core/windows.py);
+- ``batch turns, <mode>``: the same on a server of its own for each other turn
+  context of ``MODES`` (``window``, the default: no text added, the session read
+  in windows, memory/core/windows.py; ``previous``: 80 characters of the turn
+  before; ``ending``: its last 40 characters and 0.2 of its vector carried);
 - ``worker RSS``: with ``--rss-items=N``, each gunicorn worker's resident memory
   over N server-side embeddings through batch remember (the issue's 100k curve,
   before and after, is ``bench_rss.py``'s).
@@ -45,8 +45,8 @@ from common import (  # noqa: E402
     setup_django,
 )
 
-#: Turn contexts measured on servers of their own after the configured one.
-OTHER_MODES = ("ending", "window")
+#: Turn contexts measured: the configured one, then each other on a server of its own.
+MODES = ("window", "previous", "ending")
 
 LOCOMO = Path(os.environ.get("CAIRN_LOCOMO", "/work/shared/bench/locomo10.json"))
 
@@ -129,7 +129,9 @@ def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
     if mode == "window":  # the session's turns read together, as the server does
         from memory.core.windows import embed_sequences
 
-        embed_sequences(embedder, [(texts[s : s + 500], None) for s in range(0, len(texts), 500)])
+        embed_sequences(  # the bench's turns alternate user and assistant
+            embedder, [(texts[s : s + 500], None, None) for s in range(0, len(texts), 500)]
+        )
         contextual = texts  # no text added: the tokens are the turns' own, about once
     else:
         for start in range(0, len(texts), 500):
@@ -181,7 +183,10 @@ def _svg(results: dict) -> str:
         ("raw embedder", results["raw_embedder"]["items_per_s"]),
         ("batch remember", results["batch_remember"]["items_per_s"]),
         ("batch turns", results["batch_turns"]["turns_per_s"]),
-        *[(f"turns, {m}", results[f"batch_turns_{m}"]["turns_per_s"]) for m in OTHER_MODES],
+        *[
+            (f"turns, {m}", results[f"batch_turns_{m}"]["turns_per_s"])
+            for m in results["other_turn_contexts"]
+        ],
     ]
     top = max(v for _, v in bars) or 1
     out = [
@@ -256,13 +261,15 @@ def main(argv: list[str]) -> int:
 
     # The raw embedder on what the server embeds for a turn: its text in context
     # (memory/knowledge/turn_text.py), 500 a call; for the configured context and
-    # for ``ending`` and ``window`` (the cheaper ones that keep turn any@5 near the target).
+    # for each other mode of ``MODES``.
     from django.conf import settings
 
     configured = settings.CAIRN_TURN_EMBED_CONTEXT
     results["turn_context"] = configured
+    other_modes = [m for m in MODES if m != configured]
+    results["other_turn_contexts"] = other_modes
     results["raw_embedder_turns_in_context"] = _raw_in_context(embedder, texts, configured)
-    for mode in OTHER_MODES:
+    for mode in other_modes:
         results[f"raw_embedder_turns_{mode}"] = _raw_in_context(embedder, texts, mode)
     print("raw embedder, turns in context", results["raw_embedder_turns_in_context"], flush=True)
 
@@ -334,7 +341,7 @@ def main(argv: list[str]) -> int:
         server.wait(timeout=60)
 
     # Batch turns again on a server for each other turn context.
-    for mode in OTHER_MODES:
+    for mode in other_modes:
         os.environ["CAIRN_TURN_EMBED_CONTEXT"] = mode
         server, url = gunicorn_start(free_port(), extra=["--timeout", "300"])
         try:
@@ -355,7 +362,7 @@ def main(argv: list[str]) -> int:
     r, b, t = results["raw_embedder"], results["batch_remember"], results["batch_turns"]
     c = results["raw_embedder_turns_in_context"]
     others = [(m, results[f"batch_turns_{m}"], results[f"raw_embedder_turns_{m}"])
-              for m in OTHER_MODES]  # fmt: skip
+              for m in other_modes]  # fmt: skip
     lines = [
         "| path | items/s | × raw embedder | lost | doubled |",
         "| --- | --- | --- | --- | --- |",

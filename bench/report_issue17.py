@@ -71,11 +71,10 @@ def rows() -> list[tuple[str, str, str]]:
                     f"{b['ratio_to_raw_embedder']}"))  # fmt: skip
         out.append(("turns (items/s)", BEFORE["turns (items/s)"],
                     f"{t['turns_per_s']} (500 per request, 2 clients)"))  # fmt: skip
-        ending, window = ingest.get("batch_turns_ending"), ingest.get("batch_turns_window")
+        others = [(m, ingest[f"batch_turns_{m}"]) for m in ingest.get("other_turn_contexts", [])]
         out.append(("batch turns × raw embedder (target ≥ 0.7)", "–",
                     f"{t['ratio_to_raw_embedder']} (`{ingest.get('turn_context', 'previous')}`)"
-                    + (f"; {ending['ratio_to_raw_embedder']} with `ending`" if ending else "")
-                    + (f"; {window['ratio_to_raw_embedder']} with `window`" if window else "")))  # fmt: skip
+                    + "".join(f"; {o['ratio_to_raw_embedder']} with `{m}`" for m, o in others)))  # fmt: skip
     if outcomes:
         r = outcomes["results"]
         bare = r.get("bare DRF view", {})

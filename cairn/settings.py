@@ -364,7 +364,7 @@ CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_ord
 CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
 # Conversation turns: hybrid search (memory/knowledge/turn_search.py), tuned on LoCoMo by
 # bench/bench_recall.py (README "Knowledge and recall" says what each knob does).
-CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "previous")  # turn_text.py: modes
+CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "window")  # turn_text.py: modes
 CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")  # | ts_rank_cd
 CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")  # | minmax | rrf (turn_search.py)
 CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.4)

@@ -117,7 +117,7 @@ def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
         turn_index__lt=OuterRef("turn_index"),
     ).order_by("-turn_index", "-id")
     carrying = settings.CAIRN_TURN_EMBED_CONTEXT in CARRY_WEIGHT
-    fields = ("id", "content", "embedding", "embedding_model") if carrying else ("id", "content")
+    fields = ("id", "content", "role") + (("embedding", "embedding_model") if carrying else ())
     last_id = 0
     while True:
         turns = list(
@@ -139,7 +139,17 @@ def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
                        for pk, *_, prev in turns}  # fmt: skip
         windowed = None
         if settings.CAIRN_TURN_EMBED_CONTEXT == "window":  # each turn a window of its own
-            windowed = embed_sequences(embedder, [([t[1]], before_text[t[0]]) for t in turns])
+            windowed = embed_sequences(
+                embedder,
+                [
+                    (
+                        [content],
+                        before_text[pk],
+                        [prev in previous and previous[prev]["role"] != role],
+                    )
+                    for pk, content, role, _at, prev in turns
+                ],
+            )
         if windowed is not None:
             vectors = [sequence[0] for sequence in windowed]
         else:

@@ -29,11 +29,17 @@ CONTEXT_TOKENS = 16
 
 
 def embed_sequences(
-    embedder: Embedder, sequences: Sequence[tuple[Sequence[str], str | None]]
+    embedder: Embedder,
+    sequences: Sequence[tuple[Sequence[str], str | None, Sequence[bool] | None]],
 ) -> list[list[list[float]]] | None:
-    """Vectors for each sequence's texts, read in windows (see the module docstring);
-    a sequence is (its texts in order, the text before its first, or None). One
-    model call for all. None when ``embedder`` cannot give token states."""
+    """Vectors for each sequence's texts, read in windows (see the module docstring).
+
+    A sequence is (its texts in order, the text before its first or None, and for
+    each text whether it is read with the one before it: None for all). A text not
+    read with the one before (a turn by the same speaker as the one before: a log
+    of notes, not a dialogue) opens a window of its own with no context, so
+    unrelated notes are never mixed. One model call for all; None when
+    ``embedder`` cannot give token states."""
     states = getattr(embedder, "token_states", None)
     if states is None:
         return None
@@ -41,14 +47,18 @@ def embed_sequences(
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     windows: list[list[int]] = []
     spans: list[list[tuple[int, int, int, int]]] = []  # (sequence, text, start, end)
-    for s, (texts, before) in enumerate(sequences):
+    for s, (texts, before, joined) in enumerate(sequences):
         own = [e.ids[1:-1] for e in tokenizer.encode_batch(list(texts))] if texts else []
         head = tokenizer.encode(before).ids[1:-1][:CONTEXT_TOKENS] if before else []
+        joined = [True] * len(own) if joined is None else list(joined)
         i = 0
         while i < len(own):
-            ids = [cls, *(head if i == 0 else own[i - 1][:CONTEXT_TOKENS])]
+            context = (head if i == 0 else own[i - 1][:CONTEXT_TOKENS]) if joined[i] else []
+            ids = [cls, *context]
             span: list[tuple[int, int, int, int]] = []
-            while i < len(own) and (not span or len(ids) + len(own[i]) < WINDOW_TOKENS):
+            while i < len(own) and (
+                not span or (joined[i] and len(ids) + len(own[i]) < WINDOW_TOKENS)
+            ):
                 take = own[i][: MAX_TOKENS - 1 - len(ids)]
                 span.append((s, i, len(ids), len(ids) + len(take)))
                 ids += take
@@ -58,7 +68,7 @@ def embed_sequences(
     hidden_states = states(windows) if windows else []
     if hidden_states is None:  # the model pools its own output
         return None
-    out: list[list[list[float] | None]] = [[None] * len(texts) for texts, _ in sequences]
+    out: list[list[list[float] | None]] = [[None] * len(seq[0]) for seq in sequences]
     for hidden, span in zip(hidden_states, spans, strict=True):
         for s, i, start, end in span:
             vector = hidden[start:end].mean(axis=0) if end > start else hidden.mean(axis=0)

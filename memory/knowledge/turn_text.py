@@ -113,7 +113,7 @@ def session_turns_embed(
     carrying = settings.CAIRN_TURN_EMBED_CONTEXT in CARRY_WEIGHT
     order = sorted(range(len(rows)), key=lambda i: (rows[i][3], rows[i][1]))
     # The stored turn before the batch; its vector only when the mode carries it.
-    fields = ("content", "embedding", "embedding_model") if carrying else ("content",)
+    fields = ("content", "role") + (("embedding", "embedding_model") if carrying else ())
     stored = (
         ConversationTurn.objects.filter(
             workspace=workspace, session_id=session_id, turn_index__lt=rows[order[0]][3]
@@ -139,7 +139,10 @@ def session_turns_embed(
     try:
         if settings.CAIRN_TURN_EMBED_CONTEXT == "window":
             read = [rows[i][0] for i in order]
-            windowed = embed_sequences(embedder, [(read, stored[0] if stored else None)])
+            # A turn is read with the one before it when it answers it (another role).
+            roles = [stored[1] if stored else None] + [rows[i][1] for i in order]
+            joined = [a != b for a, b in zip(roles, roles[1:], strict=False)]
+            windowed = embed_sequences(embedder, [(read, stored[0] if stored else None, joined)])
             if windowed is not None:
                 vectors: list = [None] * len(rows)
                 for i, vector in zip(order, windowed[0], strict=True):
@@ -156,8 +159,8 @@ def session_turns_embed(
     if not carrying:
         return vectors
     stored_vector = None
-    if stored and stored[1] is not None and stored[2] == embedder.model_id:
-        stored_vector = stored[1]
+    if stored and stored[2] is not None and stored[3] == embedder.model_id:
+        stored_vector = stored[2]
     out: list = [None] * len(rows)
     for i in order:  # a turn's predecessor is mixed before it
         j = before[i]

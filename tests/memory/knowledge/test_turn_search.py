@@ -71,7 +71,8 @@ def test_the_embedded_text_is_the_turn_then_the_start_of_the_turn_before():
     assert text("none") == "Yes, twice!"
 
 
-def test_turns_get_vectors_at_store_time_one_by_one_and_in_batches(api):
+def test_turns_get_vectors_at_store_time_one_by_one_and_in_batches(api, settings):
+    settings.CAIRN_TURN_EMBED_CONTEXT = "previous"  # test_turn_windows.py: the default
     response = api.post(
         "/api/v1/sessions/s1/turns/",
         {"role": "user", "content": "Have you been to Paris?", "turn_index": 0},
@@ -102,7 +103,8 @@ class _Broken:
         raise EmbeddingError("embedder down")
 
 
-def test_an_embedder_failure_keeps_the_turn_and_the_backfill_embeds_it(api, monkeypatch):
+def test_an_embedder_failure_keeps_the_turn_and_the_backfill_embeds_it(api, monkeypatch, settings):
+    settings.CAIRN_TURN_EMBED_CONTEXT = "previous"
     monkeypatch.setattr(turn_text, "get_embedder", lambda: _Broken())
     ids = _store(api, "s2", ["I moved to Lisbon in March.", "How is the weather?"])
     response = api.post(

@@ -24,10 +24,12 @@ def _cos(a, b) -> float:
 
 def test_each_text_is_read_in_its_context_and_pooled_from_its_own_tokens():
     embedder = get_embedder()
-    ((question, reply),) = embed_sequences(embedder, [([QUESTION, REPLY], None)])
-    ((other, reply_to_cats),) = embed_sequences(embedder, [(["Do you like cats?", REPLY], None)])
-    ((alone,),) = embed_sequences(embedder, [([REPLY], None)])
-    ((after_question,),) = embed_sequences(embedder, [([REPLY], QUESTION)])
+    ((question, reply),) = embed_sequences(embedder, [([QUESTION, REPLY], None, None)])
+    ((other, reply_to_cats),) = embed_sequences(
+        embedder, [(["Do you like cats?", REPLY], None, None)]
+    )
+    ((alone,),) = embed_sequences(embedder, [([REPLY], None, None)])
+    ((after_question,),) = embed_sequences(embedder, [([REPLY], QUESTION, None)])
     for vector in (question, reply, other, reply_to_cats, alone, after_question):
         assert len(vector) == 384 and np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
     # The same words mean something else after another turn, and stay themselves.
@@ -53,19 +55,19 @@ def test_windows_hold_about_window_tokens_and_a_long_text_is_cut_at_max_tokens(m
 
     monkeypatch.setattr(type(embedder), "token_states", spy)
     short = [f"turn number {i} says hello" for i in range(30)]
-    (vectors,) = embed_sequences(embedder, [(short, None)])
+    (vectors,) = embed_sequences(embedder, [(short, None, None)])
     assert len(vectors) == 30 and all(v is not None for v in vectors)
     assert 1 < len(seen) <= 6  # several turns to a window
     assert all(len(ids) <= WINDOW_TOKENS + 1 for ids in seen)
     seen.clear()
     long_text = " ".join(f"word{i}" for i in range(600))
-    (vectors,) = embed_sequences(embedder, [(["hi", long_text, "bye"], None)])
+    (vectors,) = embed_sequences(embedder, [(["hi", long_text, "bye"], None, None)])
     assert len(vectors) == 3 and max(len(ids) for ids in seen) == MAX_TOKENS
 
 
 def test_an_embedder_without_token_states_answers_none():
     remote = OpenAIEmbedder(base_url="http://127.0.0.1:9/v1", model="m")  # never called
-    assert embed_sequences(remote, [([QUESTION, REPLY], None)]) is None
+    assert embed_sequences(remote, [([QUESTION, REPLY], None, None)]) is None
 
 
 def _vector(pk):
@@ -87,8 +89,8 @@ def test_window_vectors_through_the_api_in_batches_and_one_by_one(api, settings)
         format="json",
     ).json()["id"]
     embedder = get_embedder()
-    ((question, reply),) = embed_sequences(embedder, [([QUESTION, REPLY], None)])
-    ((museums,),) = embed_sequences(embedder, [(["The museums."], REPLY)])
+    ((question, reply),) = embed_sequences(embedder, [([QUESTION, REPLY], None, None)])
+    ((museums,),) = embed_sequences(embedder, [(["The museums."], REPLY, None)])
     assert _vector(question_id) == pytest.approx(question, abs=1e-5)
     assert _vector(reply_id) == pytest.approx(reply, abs=1e-5)
     assert _vector(single) == pytest.approx(museums, abs=1e-5)
@@ -108,7 +110,7 @@ def test_window_backfill_reads_each_turn_after_the_one_before(api, monkeypatch, 
     monkeypatch.setattr(turn_text, "get_embedder", lambda: _Broken())
     response = api.post(
         "/api/v1/sessions/w2/turns/",
-        {"turns": [{"role": "user", "content": t, "turn_index": i}
+        {"turns": [{"role": ("user", "assistant")[i], "content": t, "turn_index": i}
                    for i, t in enumerate([QUESTION, REPLY])]},
         format="json",
     )  # fmt: skip
@@ -117,7 +119,33 @@ def test_window_backfill_reads_each_turn_after_the_one_before(api, monkeypatch, 
     assert ConversationTurn.objects.filter(pk__in=ids, embedding__isnull=True).count() == 2
     assert embed_backfill_run(batch_size=10)["turns"] == 2
     embedder = get_embedder()
-    ((question,),) = embed_sequences(embedder, [([QUESTION], None)])
-    ((reply,),) = embed_sequences(embedder, [([REPLY], QUESTION)])
+    ((question,),) = embed_sequences(embedder, [([QUESTION], None, None)])
+    ((reply,),) = embed_sequences(embedder, [([REPLY], QUESTION, None)])
     assert _vector(ids[0]) == pytest.approx(question, abs=1e-5)
     assert _vector(ids[1]) == pytest.approx(reply, abs=1e-5)
+
+
+def test_a_log_of_one_speakers_notes_is_never_read_together(api, settings):
+    """Turns by the same speaker one after another (notes, not a dialogue) each get
+    a window of their own: a note's vector does not depend on its neighbours."""
+    settings.CAIRN_TURN_EMBED_CONTEXT = "window"
+    notes = ["The wifi password is on the fridge.", "Ana's birthday is 3 May.", "Buy oat milk."]
+    ids = []
+    for session, order in (("n1", notes), ("n2", notes[::-1])):
+        turns = [{"role": "user", "content": t, "turn_index": i} for i, t in enumerate(order)]
+        response = api.post(f"/api/v1/sessions/{session}/turns/", {"turns": turns}, format="json")
+        assert response.status_code == 201, response.content
+        ids.append({t: row["id"] for t, row in zip(order, response.json()["turns"], strict=True)})
+    embedder = get_embedder()
+    for note in notes:
+        ((alone,),) = embed_sequences(embedder, [([note], None, None)])
+        assert _vector(ids[0][note]) == pytest.approx(alone, abs=1e-5)
+        assert _vector(ids[1][note]) == pytest.approx(alone, abs=1e-5)
+    # A reply by the other speaker is read with them.
+    reply = api.post(
+        "/api/v1/sessions/n1/turns/",
+        {"role": "assistant", "content": "Noted, oat milk.", "turn_index": 3},
+        format="json",
+    ).json()["id"]
+    ((after,),) = embed_sequences(embedder, [(["Noted, oat milk."], notes[-1], None)])
+    assert _vector(reply) == pytest.approx(after, abs=1e-5)
