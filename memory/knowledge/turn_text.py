@@ -27,6 +27,7 @@ bench/bench_recall.py measures them on LoCoMo.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -141,7 +142,7 @@ def session_turns_embed(
             read = [rows[i][0] for i in order]
             # A turn is read with the one before it when it answers it (another role).
             roles = [stored[1] if stored else None] + [rows[i][1] for i in order]
-            joined = [a != b for a, b in zip(roles, roles[1:], strict=False)]
+            joined = [a != b for a, b in itertools.pairwise(roles)]
             windowed = embed_sequences(embedder, [(read, stored[0] if stored else None, joined)])
             if windowed is not None:
                 vectors: list = [None] * len(rows)

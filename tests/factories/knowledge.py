@@ -2,6 +2,7 @@
 
 import factory
 
+from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.models import ConversationTurn, Knowledge, ToolCall
 from tests.factories.identity import AgentFactory, WorkspaceFactory
@@ -42,3 +43,12 @@ class ToolCallFactory(factory.django.DjangoModelFactory):
     tool = "shell"
     operation_key = "pytest"
     ok = True
+
+
+class BrokenEmbedder:
+    """An embedder that is down: turns are stored without vectors (for the backfill)."""
+
+    model_id = "broken"
+
+    def embed(self, texts):
+        raise EmbeddingError("embedder down")

@@ -12,13 +12,13 @@ import pytest
 from django.db import connection
 
 from memory.backfill import embed_backfill_pending, embed_backfill_run
-from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.knowledge import turn_text
 from memory.knowledge.answer_kind import answer_kind
 from memory.knowledge.turn_search import TurnHit, session_score, turns_group_sessions
 from memory.knowledge.turn_text import turn_embedding_text
 from memory.models import ConversationTurn
+from tests.factories.knowledge import BrokenEmbedder
 
 pytestmark = pytest.mark.django_db
 
@@ -96,16 +96,9 @@ def test_turns_get_vectors_at_store_time_one_by_one_and_in_batches(api, settings
     assert list(reply.embedding) == pytest.approx(expected, abs=1e-5)
 
 
-class _Broken:
-    model_id = "broken"
-
-    def embed(self, texts):
-        raise EmbeddingError("embedder down")
-
-
 def test_an_embedder_failure_keeps_the_turn_and_the_backfill_embeds_it(api, monkeypatch, settings):
     settings.CAIRN_TURN_EMBED_CONTEXT = "previous"
-    monkeypatch.setattr(turn_text, "get_embedder", lambda: _Broken())
+    monkeypatch.setattr(turn_text, "get_embedder", lambda: BrokenEmbedder())
     ids = _store(api, "s2", ["I moved to Lisbon in March.", "How is the weather?"])
     response = api.post(
         "/api/v1/sessions/s2/turns/",
@@ -191,7 +184,7 @@ def test_running_carries_nothing_from_a_turn_embedded_by_another_model(api, sett
 def test_running_backfill_chains_the_turns_it_embeds(api, monkeypatch, settings):
     settings.CAIRN_TURN_EMBED_CONTEXT = "running"
     first = _store(api, "r3", ["I moved to Lisbon in March."])[0]
-    monkeypatch.setattr(turn_text, "get_embedder", lambda: _Broken())
+    monkeypatch.setattr(turn_text, "get_embedder", lambda: BrokenEmbedder())
     ids = _store(api, "r3", ["How is the weather?", "Sunny, mostly.", "Lucky you."], start=1)
     monkeypatch.undo()
     assert embed_backfill_run(batch_size=2)["turns"] == 3  # one chain across two batches

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from memory.backfill import embed_backfill_run
-from memory.core.embedders import MAX_TOKENS, EmbeddingError, OpenAIEmbedder
+from memory.core.embedders import MAX_TOKENS, OpenAIEmbedder
 from memory.core.embeddings import get_embedder
 from memory.core.windows import WINDOW_TOKENS, embed_sequences
 from memory.knowledge import turn_text
 from memory.models import ConversationTurn
+from tests.factories.knowledge import BrokenEmbedder
 
 pytestmark = pytest.mark.django_db
 
@@ -98,16 +99,9 @@ def test_window_vectors_through_the_api_in_batches_and_one_by_one(api, settings)
     assert found["results"][0]["id"] in (question_id, reply_id)
 
 
-class _Broken:
-    model_id = "broken"
-
-    def embed(self, texts):
-        raise EmbeddingError("down")
-
-
 def test_window_backfill_reads_each_turn_after_the_one_before(api, monkeypatch, settings):
     settings.CAIRN_TURN_EMBED_CONTEXT = "window"
-    monkeypatch.setattr(turn_text, "get_embedder", lambda: _Broken())
+    monkeypatch.setattr(turn_text, "get_embedder", lambda: BrokenEmbedder())
     response = api.post(
         "/api/v1/sessions/w2/turns/",
         {"turns": [{"role": ("user", "assistant")[i], "content": t, "turn_index": i}
