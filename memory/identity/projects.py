@@ -154,7 +154,8 @@ def project_label_from_remote(
     if not label or not project_digest:
         return None
     # One statement on every outcome: a labelled project (nearly always) is found on
-    # the unique index and nothing is written; a concurrent first label wins quietly.
+    # the unique index and nothing is written (each try takes a number of the 64-bit
+    # id sequence, nothing more); a concurrent first label wins quietly.
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {connection.ops.quote_name(ProjectLabel._meta.db_table)} "
