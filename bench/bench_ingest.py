@@ -115,7 +115,8 @@ def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
     tokenizer.no_truncation()
     tokenizer.no_padding()
     now = timezone.now()
-    contextual = [
+    # No text is added under ``window``: the tokens are the turns' own, about once.
+    contextual = texts if mode == "window" else [
         turn_embedding_text(
             content=t,
             role="user" if (i % 500) % 2 == 0 else "assistant",
@@ -124,7 +125,7 @@ def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
             mode=mode,
         )
         for i, t in enumerate(texts)
-    ]
+    ]  # fmt: skip
     started = time.perf_counter()
     if mode == "window":  # the session's turns read together, as the server does
         from memory.core.windows import embed_sequences
@@ -132,7 +133,6 @@ def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
         embed_sequences(  # the bench's turns alternate user and assistant
             embedder, [(texts[s : s + 500], None, None) for s in range(0, len(texts), 500)]
         )
-        contextual = texts  # no text added: the tokens are the turns' own, about once
     else:
         for start in range(0, len(texts), 500):
             embedder.embed(contextual[start : start + 500])

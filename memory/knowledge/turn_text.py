@@ -69,7 +69,7 @@ def turn_embedding_text(
     before = _clip(previous, limit, end=mode.startswith("ending")) if limit else ""
     if mode in ("none", "running"):
         return text
-    if mode in ("previous", "previous100", "window", "brief", "ending", "ending60"):
+    if limit and mode != "full":  # the turn before, in brackets after the turn
         return f"{text} ({before})" if before else text
     about = [role]
     if at is not None:

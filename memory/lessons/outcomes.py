@@ -309,12 +309,11 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
         if lesson.scope == LessonScope.PROJECT and lesson.project_digest != outcome.project_digest:
             continue  # another project's lesson is neither credited nor blamed here
         op_result = last.get(lesson.operation_key)
-        said = (outcome.passed is True and op_result == StepOutcome.OK) or (
-            outcome.passed is False and op_result == StepOutcome.FAILED
-        )
-        if said and not verified:
+        confirms = outcome.passed is True and op_result == StepOutcome.OK
+        contradicts = outcome.passed is False and op_result == StepOutcome.FAILED
+        if (confirms or contradicts) and not verified:
             result.self_reported.setdefault(Lesson, set()).add(lesson.pk)
-        elif outcome.passed is True and op_result == StepOutcome.OK:
+        elif confirms:
             holder = lesson_confirm_by_outcome(
                 lesson=lesson,
                 outcome=outcome,
@@ -325,7 +324,7 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
             if holder is not None:
                 result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
                 fresh = False
-        elif outcome.passed is False and op_result == StepOutcome.FAILED:
+        elif contradicts:
             if lesson_contradict_by_outcome(lesson=lesson, outcome=outcome, now=now, locked=fast):
                 result.note(result.contradicted, {"type": "lesson", "id": lesson.pk})
                 fresh = False
@@ -346,7 +345,7 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
         if not verified:
             result.self_reported.setdefault(Knowledge, set()).add(item.pk)
             continue
-        applied = evidence_apply(
+        evidence_apply(
             target=item,
             kind=kind,
             evidence_id=f"outcome:{outcome.pk}",
@@ -354,8 +353,6 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
             now=now,
             locked=True,  # evidence on one item never changes another
         )
-        if applied.kind == EvidenceKind.SELF_REPORT:
-            continue  # the model's own word: recency only, nothing confirmed
         ref = {"type": "error" if item.category == Category.ERROR else "knowledge", "id": item.pk}
         bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
         result.note(bucket, ref)
