@@ -18,7 +18,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
-from memory.core.rows import row_insert
+from memory.core.rows import PreparedQuery, row_insert
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
 from memory.identity.projects import (
@@ -267,6 +267,38 @@ def _apply(*, outcome: Outcome, result: Attribution) -> dict:
     }
 
 
+def _in_play_lessons(*, locked: bool):
+    def build(workspace_id, ids):
+        rows = Lesson.objects.filter(workspace_id=workspace_id, pk__any=ids)
+        if locked:
+            rows = rows.select_for_update(no_key=True, of=("self",)).annotate(
+                twins=promotion_twins_exist()
+            )
+        return rows.order_by("pk")
+
+    return PreparedQuery(build, ints=("workspace_id",), lists=("ids",))
+
+
+def _in_play_knowledge(*, locked: bool):
+    def build(workspace_id, ids):
+        rows = Knowledge.objects.filter(
+            workspace_id=workspace_id,
+            pk__any=ids,
+            status=KnowledgeStatus.ACTIVE,
+            superseded_by__isnull=True,
+        )
+        if locked:
+            rows = rows.select_for_update(no_key=True, of=("self",))
+        return rows.order_by("id")
+
+    return PreparedQuery(build, ints=("workspace_id",), lists=("ids",))
+
+
+# What an outcome had in play, read once per outcome: compiled once per process.
+_LESSONS, _LESSONS_LOCKED = _in_play_lessons(locked=False), _in_play_lessons(locked=True)
+_KNOWLEDGE, _KNOWLEDGE_LOCKED = _in_play_knowledge(locked=False), _in_play_knowledge(locked=True)
+
+
 def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
     """Scoped attribution: only what was in play, only on its own operation.
 
@@ -290,12 +322,8 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
     )
     lessons = []
     if lesson_ids:
-        rows = Lesson.objects.filter(workspace_id=outcome.workspace_id, pk__in=lesson_ids)
-        if verified:
-            rows = rows.select_for_update(no_key=True, of=("self",)).annotate(
-                twins=promotion_twins_exist()
-            )
-        lessons = list(rows.order_by("pk"))
+        read = _LESSONS_LOCKED if verified else _LESSONS
+        lessons = read.rows(workspace_id=outcome.workspace_id, ids=lesson_ids)
         lessons.sort(key=lambda row: (row.created_at, row.pk), reverse=True)  # newest first
     seen: set[int] = set()
     fresh = True  # the rows read above are still current
@@ -330,15 +358,8 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
                 fresh = False
     if not knowledge_ids:
         return
-    items = Knowledge.objects.filter(
-        workspace_id=outcome.workspace_id,
-        pk__in=knowledge_ids,
-        status=KnowledgeStatus.ACTIVE,
-        superseded_by__isnull=True,
-    )
-    if verified:
-        items = items.select_for_update(no_key=True, of=("self",))
-    for item in items.order_by("id"):
+    read = _KNOWLEDGE_LOCKED if verified else _KNOWLEDGE
+    for item in read.rows(workspace_id=outcome.workspace_id, ids=knowledge_ids):
         kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
         if kind is None:
             continue

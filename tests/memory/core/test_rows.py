@@ -1,12 +1,17 @@
-"""memory.core.rows.row_insert writes the row Model.objects.create writes."""
+"""memory.core.rows: row_insert writes the row Model.objects.create writes; a
+PreparedQuery reads the rows its queryset reads, whatever values it is given."""
 
 from __future__ import annotations
 
 import pytest
+from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from memory.core.rows import row_insert
-from memory.models import Outcome
+from memory.core.rows import PreparedQuery, row_insert
+from memory.models import Knowledge, Lesson, Outcome
+from tests.factories.identity import AgentFactory
+from tests.factories.lessons import KnowledgeFactory, LessonFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -41,3 +46,64 @@ def test_it_stores_what_the_orm_stores(agent):
     assert stored.approach[0]["note"] == 'é "q"' and stored.response == {}
     assert before <= stored.created_at == fast.created_at  # auto_now_add
     assert stored.outcome_id == "fast" and stored.turn_index == 0  # defaults
+
+
+def _lessons(workspace_id, ids):
+    return (
+        Lesson.objects.filter(workspace_id=workspace_id, pk__any=ids)
+        .annotate(
+            twins=Exists(
+                Lesson.objects.filter(
+                    workspace_id=OuterRef("workspace_id"), operation_key=OuterRef("operation_key")
+                ).exclude(pk=OuterRef("pk"))
+            )
+        )
+        .order_by("pk")
+    )
+
+
+def test_a_prepared_query_reads_what_its_queryset_reads(agent):
+    other = AgentFactory()
+    mine = [
+        LessonFactory(workspace=agent.workspace, operation_key=op, text=f"use {op} {i}")
+        for i, op in enumerate(["pytest", "pytest", "ruff", "mypy"])
+    ]
+    theirs = LessonFactory(workspace=other.workspace, operation_key="pytest")
+    prepared = PreparedQuery(_lessons, ints=("workspace_id",), lists=("ids",))
+    # Lists of several lengths run through the one compiled statement; another
+    # workspace's row is never read, whatever ids are asked for.
+    for ids in ([mine[0].pk], [m.pk for m in mine], [mine[3].pk, theirs.pk, mine[1].pk], [], [0]):
+        rows = prepared.rows(workspace_id=agent.workspace_id, ids=ids)
+        expected = list(_lessons(agent.workspace_id, ids))
+        assert [(r.pk, r.twins) for r in rows] == [(e.pk, e.twins) for e in expected]
+        for row, orm in zip(rows, expected, strict=True):
+            assert {f.attname: getattr(row, f.attname) for f in Lesson._meta.concrete_fields} == {
+                f.attname: getattr(orm, f.attname) for f in Lesson._meta.concrete_fields
+            }
+    assert [r.twins for r in prepared.rows(workspace_id=agent.workspace_id, ids=[m.pk for m in mine])] == [
+        True, True, False, False
+    ]  # fmt: skip
+    assert prepared.rows(workspace_id=other.workspace_id, ids=[theirs.pk])[0].pk == theirs.pk
+
+
+def test_a_prepared_locked_read_compiles_in_its_transaction_and_converts_fields(agent):
+    item = KnowledgeFactory(workspace=agent.workspace, metadata={"a": [1, "é"]})
+    prepared = PreparedQuery(
+        lambda workspace_id, ids: (
+            Knowledge.objects.filter(workspace_id=workspace_id, pk__any=ids)
+            .select_for_update(no_key=True, of=("self",))
+            .order_by("id")
+        ),
+        ints=("workspace_id",),
+        lists=("ids",),
+    )
+    with transaction.atomic():
+        (row,) = prepared.rows(workspace_id=agent.workspace_id, ids=[item.pk])
+    assert row.metadata == {"a": [1, "é"]} and row.created_at == item.created_at
+    assert "FOR NO KEY UPDATE" in prepared._compiled[1]
+
+
+def test_a_value_that_does_not_land_once_is_refused_at_compile():
+    prepared = PreparedQuery(lambda workspace_id: Lesson.objects.all(), ints=("workspace_id",))
+    with pytest.raises(TypeError, match="lands 0 times"):
+        prepared.rows(workspace_id=1)
