@@ -10,29 +10,9 @@ from pathlib import Path
 import dj_database_url
 
 from cairn import embedded
+from cairn.env import envbool, envfloat, envint, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def envbool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def envint(name: str, default: int) -> int:
-    value = os.environ.get(name, "")
-    return int(value) if value.strip() else default
-
-
-def envfloat(name: str, default: float) -> float:
-    value = os.environ.get(name, "")
-    return float(value) if value.strip() else default
-
-
-def envstr(name: str, default: str) -> str:
-    return os.environ.get(name) or default
 
 
 def _secret_key() -> str:
@@ -131,6 +111,10 @@ else:
 DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Parameters bound by the server, and a statement run twice on a connection prepared
+# there: PostgreSQL plans the hot statements once instead of on every request.
+if envbool("CAIRN_DB_PREPARE", True):  # 0: a pooler that cannot keep prepared statements
+    DATABASES["default"]["OPTIONS"].update(server_side_binding=True, prepare_threshold=2)
 # Test runs and their worker processes point at the test database by name.
 if os.environ.get("CAIRN_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = os.environ["CAIRN_DATABASE_NAME"]
