@@ -13,7 +13,12 @@ from django.db.models import OuterRef, Q, Subquery
 from memory.core.embeddings import get_embedder
 from memory.core.jobs import job_progress
 from memory.core.windows import embed_sequences
-from memory.knowledge.turn_text import CARRY_WEIGHT, carry, turn_embedding_text
+from memory.knowledge.turn_text import (
+    CARRY_WEIGHT,
+    carry,
+    read_with_previous,
+    turn_embedding_text,
+)
 from memory.models import ConversationTurn, Knowledge, SkillDelta
 from memory.skills.skillmd import delta_line
 
@@ -145,7 +150,7 @@ def embed_backfill_run(*, run=None, batch_size: int | None = None) -> dict:
                     (
                         [content],
                         before_text[pk],
-                        [prev in previous and previous[prev]["role"] != role],
+                        [read_with_previous(previous.get(prev, {}).get("role"), role)],
                     )
                     for pk, content, role, _at, prev in turns
                 ],

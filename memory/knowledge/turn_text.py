@@ -7,17 +7,16 @@ the turn before it::
 
     Yes, twice last year! (Have you ever been to Paris?)
 
-``CAIRN_TURN_EMBED_CONTEXT`` chooses: ``previous`` (the default, above: the turn
-before cut to 80 characters, 1.57× a LoCoMo turn's own tokens; ``previous100``,
-the earlier default, cut to 100: 1.66×, ranking no better), ``full`` (also who
-said it and when, and the turn before up to 300 characters: the first default,
-2.26×, for no better ranking), ``date`` (role and date, no previous turn),
-``none`` (the turn's text only), ``window`` (no text added: the session's turns
-are read together in windows and each turn's vector pooled from its own tokens,
-memory/core/windows.py, about 1.2× the time of the text alone; an embedder
-without token states gets the ``previous`` text instead), and three that spend
-fewer tokens on context by
-carrying part of the stored vector of the turn before (``CARRY_WEIGHT``; that
+``CAIRN_TURN_EMBED_CONTEXT`` chooses: ``window`` (the default: no text added; the
+session's turns are read together in windows and each turn's vector pooled from
+its own tokens, memory/core/windows.py, about 1.2× the time of the text alone; an
+embedder without token states gets the ``previous`` text instead), ``previous``
+(above: the turn before cut to 80 characters, 1.57× a LoCoMo turn's own tokens;
+``previous100``, the default before ``window``, cut to 100: 1.66×, ranking no
+better), ``full`` (also who said it and when, and the turn before up to 300
+characters: the first default, 2.26×, for no better ranking), ``date`` (role and
+date, no previous turn), ``none`` (the turn's text only), and three that spend
+fewer tokens on context by carrying part of the stored vector of the turn before (``CARRY_WEIGHT``; that
 vector carries its own predecessor's, so the context runs back through the
 session at no cost in tokens): ``running`` (the turn's text alone), ``brief``
 (the first 40 characters of the turn before) and ``ending`` (its last 40, where
@@ -57,6 +56,12 @@ TURN_MAX_CHARS = 1500
 
 #: The share of the vector of the turn before that a turn's vector carries, per mode.
 CARRY_WEIGHT = {"running": 0.5, "brief": 0.2, "ending": 0.2, "ending60": 0.2}
+
+
+def read_with_previous(previous_role: str | None, role: str) -> bool:
+    """``window``: a turn is read after the one before it when it answers it (another
+    speaker); a turn by the same speaker, or the first, opens a window of its own."""
+    return previous_role is not None and previous_role != role
 
 
 def turn_embedding_text(
@@ -140,9 +145,8 @@ def session_turns_embed(
     try:
         if settings.CAIRN_TURN_EMBED_CONTEXT == "window":
             read = [rows[i][0] for i in order]
-            # A turn is read with the one before it when it answers it (another role).
             roles = [stored[1] if stored else None] + [rows[i][1] for i in order]
-            joined = [a != b for a, b in itertools.pairwise(roles)]
+            joined = [read_with_previous(a, b) for a, b in itertools.pairwise(roles)]
             windowed = embed_sequences(embedder, [(read, stored[0] if stored else None, joined)])
             if windowed is not None:
                 vectors: list = [None] * len(rows)
