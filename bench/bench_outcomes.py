@@ -14,7 +14,10 @@ show up as an extra ledger row. Side by side in one run:
 - ``single``: one client, one outcome at a time (latency floor);
 - ``concurrent``: N client threads (default 8), agent token (self_report);
 - ``harness``: N client threads, harness token (verified: each outcome confirms
-  the lesson, one ledger row each);
+  the lesson, one evidence link each): every transaction holds that one lesson's
+  row from its read to its commit, so this is the hot-row worst case;
+- ``harness, a lesson per client``: the same with 8 lessons, outcome i naming
+  lesson i mod 8 (agents at work on different things);
 - ``no lesson in play``: N threads, agent token, nothing in play: the endpoint
   without the one row every other run's outcomes touch (each of those
   transactions holds that lesson's row lock from its read to its commit);
@@ -74,9 +77,11 @@ def _outcome(oid: str, lesson_id: int) -> dict:
 
 
 def _run(
-    port: int, token: str, ids: list[str], lesson_id: int, *, threads: int, retries: bool,
+    port: int, token: str, ids: list[str], lessons: list[int], *, threads: int, retries: bool,
     path: str = "/api/v1/outcomes/",
 ) -> dict:  # fmt: skip
+    """Post an outcome per id; the i-th names ``lessons[i % len(lessons)]`` (none if empty)."""
+    lesson_of = {oid: lessons[i % len(lessons)] if lessons else 0 for i, oid in enumerate(ids)}
     local = threading.local()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     latencies: list[float] = []
@@ -86,7 +91,7 @@ def _run(
         conn = getattr(local, "conn", None)
         if conn is None:
             conn = local.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        body = json.dumps(_outcome(oid, lesson_id))
+        body = json.dumps(_outcome(oid, lesson_of[oid]))
         started = time.perf_counter()
         conn.request("POST", path, body=body, headers=headers)
         response = conn.getresponse()
@@ -138,7 +143,7 @@ def main(argv: list[str]) -> int:
             threads = int(arg.split("=", 1)[1])
     setup_django()
     from memory.identity.services import agent_get_or_create, token_issue, workspace_get_or_create
-    from memory.models import ConfidenceChange, Lesson, LessonEvidence, Outcome, TokenScope
+    from memory.models import ConfidenceChange, LessonEvidence, Outcome, TokenScope
 
     workspace = workspace_get_or_create(name="bench-outcomes")
     agent = agent_get_or_create(workspace=workspace, name="bench-agent")
@@ -149,44 +154,49 @@ def main(argv: list[str]) -> int:
     port = free_port()
     server, url = gunicorn_start(port, settings="server_settings")
     try:
-        # A lesson learned by the loop, in play in every outcome below.
-        seed = httpx.post(
-            f"{url}/api/v1/outcomes/",
-            headers={"Authorization": f"Bearer {harness_token}"},
-            json={
-                **_outcome("seed", 0),
-                "approach": [
-                    {
-                        "operation_key": "pip:install",
-                        "target": "deps",
-                        "outcome": "failed",
-                        "step": 1,
-                    },
-                    {"operation_key": "pytest", "target": "deps", "outcome": "ok", "step": 2},
-                ],
-                "in_play": [],
-            },
-            timeout=30,
-        ).json()
-        lesson_id = seed["lessons_created"][0]
-        lesson = Lesson.objects.get(pk=lesson_id)
+        # Lessons learned by the loop: the first is in play in every outcome of the
+        # runs below but one, which spreads its outcomes over all eight.
+        lesson_ids = []
+        for k in range(8):
+            seed = httpx.post(
+                f"{url}/api/v1/outcomes/",
+                headers={"Authorization": f"Bearer {harness_token}"},
+                json={
+                    **_outcome(f"seed-{k}", 0),
+                    "approach": [
+                        {
+                            "operation_key": f"pip:install-{k}" if k else "pip:install",
+                            "target": "deps",
+                            "outcome": "failed",
+                            "step": 1,
+                        },
+                        {"operation_key": "pytest", "target": "deps", "outcome": "ok", "step": 2},
+                    ],
+                    "in_play": [],
+                },
+                timeout=30,
+            ).json()
+            lesson_ids.append(seed["lessons_created"][0])
         # Warm both workers (imports, connections) before anything is timed.
-        _run(port, token, [f"warm-{i}" for i in range(40)], lesson_id, threads=threads,
+        _run(port, token, [f"warm-{i}" for i in range(40)], [], threads=threads,
              retries=False, path="/api/v1/_bench/bare/")  # fmt: skip
 
         results = {}
-        for name, count, workers, retries, who, path in (
-            ("bare DRF view", n, threads, False, token, "/api/v1/_bench/bare/"),
-            ("single", min(n // 4, 300), 1, False, token, "/api/v1/outcomes/"),
-            ("concurrent", n, threads, False, token, "/api/v1/outcomes/"),
-            ("harness", n, threads, False, harness_token, "/api/v1/outcomes/"),
-            ("no lesson in play", n, threads, False, token, "/api/v1/outcomes/"),
-            ("with retries", n, threads, True, token, "/api/v1/outcomes/"),
+        one, spread = lesson_ids[:1], lesson_ids
+        outcomes = "/api/v1/outcomes/"
+        for name, count, workers, retries, who, path, lessons in (
+            ("bare DRF view", n, threads, False, token, "/api/v1/_bench/bare/", []),
+            ("single", min(n // 4, 300), 1, False, token, outcomes, one),
+            ("concurrent", n, threads, False, token, outcomes, one),
+            ("harness", n, threads, False, harness_token, outcomes, one),
+            ("harness, a lesson per client", n, threads, False, harness_token, outcomes, spread),
+            ("no lesson in play", n, threads, False, token, outcomes, []),
+            ("with retries", n, threads, True, token, outcomes, one),
         ):
-            ids = [f"{name.replace(' ', '-')}-{i}" for i in range(count)]
-            ledger_before = ConfidenceChange.objects.filter(target_id=lesson.pk).count()
-            in_play = 0 if name == "no lesson in play" else lesson_id
-            stats = _run(port, who, ids, in_play, threads=workers, retries=retries, path=path)
+            ids = [f"{name.replace(' ', '-').replace(',', '')}-{i}" for i in range(count)]
+            ledger = ConfidenceChange.objects.filter(target_type="lesson", target_id__in=lessons)
+            ledger_before = ledger.count()
+            stats = _run(port, who, ids, lessons, threads=workers, retries=retries, path=path)
             if path.endswith("/bare/"):
                 stats.update(lost=0, duplicated=0, double_applied=0)
                 results[name] = stats
@@ -196,13 +206,12 @@ def main(argv: list[str]) -> int:
             stored = set(rows.values_list("outcome_id", flat=True))
             stats["lost"] = len(set(ids) - stored)
             stats["duplicated"] = rows.count() - len(stored)
-            # A harness outcome confirms the in-play lesson once: one evidence link and
-            # one ledger row each. An agent token's outcome is a self-report: neither.
-            links = LessonEvidence.objects.filter(lesson=lesson, outcome__in=rows).count()
+            # A harness outcome confirms its in-play lesson once: one evidence link, and
+            # at most one ledger row (none once the confidence is at its ceiling). An
+            # agent token's outcome is a self-report: neither.
+            links = LessonEvidence.objects.filter(lesson_id__in=lessons, outcome__in=rows).count()
             stats["confirmations"] = links
-            stats["ledger_rows"] = (
-                ConfidenceChange.objects.filter(target_id=lesson.pk).count() - ledger_before
-            )
+            stats["ledger_rows"] = ledger.count() - ledger_before
             expected = len(stored) if who == harness_token else 0
             stats["double_applied"] = max(links - expected, stats["ledger_rows"] - expected, 0)
             results[name] = stats
