@@ -43,3 +43,21 @@ def test_cairn_db_prepare_0_turns_it_off():
     assert "('prepare_threshold', 2), ('server_side_binding', True)" in _options()
     off = _options(CAIRN_DB_PREPARE="0")
     assert "prepare_threshold" not in off and "server_side_binding" not in off
+
+
+@pytest.mark.django_db(transaction=True)  # its own transaction, not the test's
+def test_a_search_transaction_plans_for_its_own_values():
+    from django.db import transaction
+
+    from memory.knowledge.recall import set_vector_search
+
+    def mode() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW plan_cache_mode")
+            return cursor.fetchone()[0]
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            set_vector_search(cursor, ef_search=100)
+        assert mode() == "force_custom_plan"
+    assert mode() == "auto"  # everything else may use a prepared statement's generic plan

@@ -111,11 +111,17 @@ def vector_literal(vector) -> str:
 
 
 def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = None) -> None:
-    """Scope HNSW search parameters to the current transaction (``SET LOCAL``)."""
+    """Scope HNSW search parameters to the current transaction (``SET LOCAL``).
+
+    Also ``plan_cache_mode``: a search statement is prepared on the server like any
+    other (settings.py, ``CAIRN_DB_PREPARE``), but is planned for its own values each
+    time (its LIMIT, its scope), never by a generic plan made for any values.
+    """
     cursor.execute(
         "SELECT set_config('hnsw.ef_search', %s, true), "
         "set_config('hnsw.iterative_scan', %s, true), "
-        "set_config('hnsw.max_scan_tuples', %s, true)",
+        "set_config('hnsw.max_scan_tuples', %s, true), "
+        "set_config('plan_cache_mode', 'force_custom_plan', true)",
         [
             str(int(ef_search)),
             iterative_scan or settings.CAIRN_RECALL_ITERATIVE_SCAN,
