@@ -247,6 +247,8 @@ def _apply(*, outcome: Outcome, result: Attribution) -> dict:
                 result.lessons_created.append(lesson.pk)
             elif what == "confirmed":
                 result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
+            elif what == "self_report":
+                result.self_reported.setdefault(Lesson, set()).add(lesson.pk)
     verified = outcome.channel == Channel.HARNESS
     return {
         "id": outcome.pk,

@@ -350,7 +350,8 @@ def lesson_learn_mechanical(
     ``what`` is ``created`` or ``confirmed`` (an equivalent lesson existed),
     ``claimed`` (learned from an agent token's outcome: stored as a claim, never
     served until a harness-reported outcome confirms it) or ``self_report`` (an
-    agent token's outcome met an equivalent lesson: recency only), or None when
+    agent token's outcome met an equivalent lesson: recency only, for the caller
+    to write after its commit, as ``outcome_record`` does), or None when
     nothing was learned (not passed, too long, or retired by a person on this
     same outcome). A concurrent twin loses on the one-live-lesson constraint and
     confirms the winner instead.
@@ -430,9 +431,12 @@ def lesson_learn_mechanical(
 
 
 def _learned_again(*, existing: Lesson, outcome: Outcome, now) -> tuple[Lesson, str]:
+    if outcome.channel != Channel.HARNESS:
+        # The model's own word: recency only, which the caller writes after its commit
+        # (outcomes.self_reports_apply), so this transaction takes no lock on the row.
+        return lesson_head(lesson=existing), "self_report"
     holder = lesson_confirm_by_outcome(lesson=existing, outcome=outcome, now=now)
-    what = "confirmed" if outcome.channel == Channel.HARNESS else "self_report"
-    return (holder or lesson_head(lesson=existing)), what
+    return (holder or lesson_head(lesson=existing)), "confirmed"
 
 
 def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:

@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 
 from memory.lessons.outcomes import outcome_record
-from memory.models import Outcome
-from tests.factories.lessons import LessonFactory, check, step
+from memory.models import Lesson, Outcome
+from tests.factories.lessons import SHOP, LessonFactory, check, step
 
 
 @pytest.mark.django_db(transaction=True)
@@ -44,3 +44,53 @@ def test_a_blocked_recency_write_leaves_the_outcome_recorded(agent, caplog):
     lesson.refresh_from_db()
     assert lesson.use_count == 0  # the mark was lost, nothing else
     assert "recency of what it had in play not recorded" in caplog.text
+
+
+def _relearn(agent, outcome_id: str):
+    """An agent token's outcome that learns "Prefer pytest over pytest:tests/" again."""
+    return outcome_record(
+        agent=agent,
+        outcome_id=outcome_id,
+        session_id="s",
+        project_remote=SHOP,
+        approach=[step("pytest:tests/", "tests", "failed", 1), step("pytest", "tests", "ok", 2)],
+        checks=[check(2, 0)],
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_relearned_mechanical_lesson_is_a_self_report_written_after_the_commit(agent):
+    # The lesson exists: learned once from a harness-reported outcome.
+    first, _ = outcome_record(
+        agent=agent,
+        outcome_id="learn",
+        session_id="s",
+        project_remote=SHOP,
+        approach=[step("pytest:tests/", "tests", "failed", 1), step("pytest", "tests", "ok", 2)],
+        checks=[check(2, 0)],
+        channel="harness",
+    )
+    lesson = Lesson.objects.get(pk=first["lessons_created"][0])
+    before = (lesson.use_count, lesson.confidence)
+    body, created = _relearn(agent, "again")
+    assert created and body["lessons_created"] == [] and body["confirmed"] == []
+    lesson.refresh_from_db()
+    assert (lesson.use_count, lesson.confidence) == (before[0] + 1, before[1])
+
+    # Its transaction never waits on the lesson's row: held elsewhere, the outcome is
+    # still recorded, and only the recency mark is lost.
+    params = connection.get_connection_params()
+    other = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
+    try:
+        other.execute("SELECT 1 FROM memory_lesson WHERE id = %s FOR UPDATE", [lesson.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        body, created = _relearn(agent, "while-held")
+    finally:
+        other.rollback()
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert created and Outcome.objects.filter(outcome_id="while-held", response=body).exists()
+    lesson.refresh_from_db()
+    assert lesson.use_count == before[0] + 1
