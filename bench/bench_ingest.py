@@ -115,7 +115,7 @@ def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
     tokenizer.no_truncation()
     tokenizer.no_padding()
     now = timezone.now()
-    # No text is added under ``window``: the tokens are the turns' own, about once.
+    # No text is added under ``window``: its context is counted in the windows read.
     contextual = texts if mode == "window" else [
         turn_embedding_text(
             content=t,
@@ -130,20 +130,41 @@ def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
     if mode == "window":  # the session's turns read together, as the server does
         from memory.core.windows import embed_sequences
 
+        counting = _WindowTokens(embedder)
         embed_sequences(  # the bench's turns alternate user and assistant
-            embedder, [(texts[s : s + 500], None, None) for s in range(0, len(texts), 500)]
+            counting, [(texts[s : s + 500], None, None) for s in range(0, len(texts), 500)]
         )
     else:
         for start in range(0, len(texts), 500):
             embedder.embed(contextual[start : start + 500])
     wall = time.perf_counter() - started
     own = sum(len(e.ids) for e in tokenizer.encode_batch(texts))
+    read = (
+        counting.tokens
+        if mode == "window"
+        else sum(len(e.ids) for e in tokenizer.encode_batch(contextual))
+    )
     return {
         "mode": mode,
         "items": len(texts),
         "items_per_s": round(len(texts) / wall, 1),
-        "tokens_ratio": round(sum(len(e.ids) for e in tokenizer.encode_batch(contextual)) / own, 2),
+        "tokens_ratio": round(read / own, 2),  # what the model read, special tokens included
     }
+
+
+class _WindowTokens:
+    """The embedder, counting the tokens of the windows ``embed_sequences`` has it read
+    (each window's context and special tokens included)."""
+
+    def __init__(self, embedder):
+        self.embedder, self.tokens = embedder, 0
+
+    def tokenizer(self):
+        return self.embedder.tokenizer()
+
+    def token_states(self, windows):
+        self.tokens += sum(len(w) for w in windows)
+        return self.embedder.token_states(windows)
 
 
 def _batch_turns(url, token, texts, workspace, prefix, raw, raw_same) -> dict:

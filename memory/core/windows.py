@@ -6,8 +6,10 @@ the turns around it. Writing the turn before into each turn's text (the
 second time. Here the model reads a session's turns in windows of about
 ``WINDOW_TOKENS`` tokens (each window opening with the first ``CONTEXT_TOKENS``
 tokens of the turn before it), and each turn's vector is the mean of the model's
-states over its own tokens only: every token is read about once, and each turn
-is still read in its context.
+states over its own tokens only: a window's context is its first 16 tokens, not
+a second copy of the turn before (``bench_ingest.py``: the model reads 1.38× the
+turns' own tokens, special tokens included, against 1.57× for ``previous``), and
+each turn is still read in its context.
 
 Only a model that returns its token states can do this (the local MiniLM; not an
 OpenAI-compatible endpoint): ``embed_sequences`` answers None for the others.
