@@ -4,6 +4,7 @@ write fails the outcome still stands and the answer is not a 500."""
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -14,31 +15,37 @@ from memory.models import Lesson, Outcome
 from tests.factories.lessons import SHOP, LessonFactory, check, step
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_blocked_recency_write_leaves_the_outcome_recorded(agent, caplog):
-    lesson = LessonFactory(workspace=agent.workspace, operation_key="pytest", state="active")
+@contextmanager
+def _row_held(lesson_id: int):
+    """A second connection holds the lesson's row; this one waits 200 ms at most."""
     params = connection.get_connection_params()
     other = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
     try:
-        # Another transaction holds the lesson's row; the recency write gives up fast.
-        other.execute("SELECT 1 FROM memory_lesson WHERE id = %s FOR UPDATE", [lesson.pk])
+        other.execute("SELECT 1 FROM memory_lesson WHERE id = %s FOR UPDATE", [lesson_id])
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '200ms'")
-        with caplog.at_level(logging.ERROR, logger="memory.lessons.outcomes"):
-            body, created = outcome_record(
-                agent=agent,
-                outcome_id="blocked",
-                session_id="s",
-                project_remote="https://github.com/acme/shop.git",
-                approach=[step("pytest", "tests", "ok", 1)],
-                checks=[check(1, 0)],
-                in_play=[{"type": "lesson", "id": lesson.pk}],
-            )
+        yield
     finally:
         other.rollback()
         other.close()
         with connection.cursor() as cursor:
             cursor.execute("RESET lock_timeout")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_blocked_recency_write_leaves_the_outcome_recorded(agent, caplog):
+    lesson = LessonFactory(workspace=agent.workspace, operation_key="pytest", state="active")
+    # Another transaction holds the lesson's row; the recency write gives up fast.
+    with _row_held(lesson.pk), caplog.at_level(logging.ERROR, logger="memory.lessons.outcomes"):
+        body, created = outcome_record(
+            agent=agent,
+            outcome_id="blocked",
+            session_id="s",
+            project_remote=SHOP,
+            approach=[step("pytest", "tests", "ok", 1)],
+            checks=[check(1, 0)],
+            in_play=[{"type": "lesson", "id": lesson.pk}],
+        )
     assert created and body["passed"] is True
     assert Outcome.objects.filter(outcome_id="blocked", response=body).exists()
     lesson.refresh_from_db()
@@ -79,18 +86,8 @@ def test_a_relearned_mechanical_lesson_is_a_self_report_written_after_the_commit
 
     # Its transaction never waits on the lesson's row: held elsewhere, the outcome is
     # still recorded, and only the recency mark is lost.
-    params = connection.get_connection_params()
-    other = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
-    try:
-        other.execute("SELECT 1 FROM memory_lesson WHERE id = %s FOR UPDATE", [lesson.pk])
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '200ms'")
+    with _row_held(lesson.pk):
         body, created = _relearn(agent, "while-held")
-    finally:
-        other.rollback()
-        other.close()
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
     assert created and Outcome.objects.filter(outcome_id="while-held", response=body).exists()
     lesson.refresh_from_db()
     assert lesson.use_count == before[0] + 1
