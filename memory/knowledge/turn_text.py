@@ -16,9 +16,9 @@ embedder without token states gets the ``previous`` text instead), ``previous``
 better), ``full`` (also who said it and when, and the turn before up to 300
 characters: the first default, 2.26×, for no better ranking), ``date`` (role and
 date, no previous turn), ``none`` (the turn's text only), and three that spend
-fewer tokens on context by carrying part of the stored vector of the turn before (``CARRY_WEIGHT``; that
-vector carries its own predecessor's, so the context runs back through the
-session at no cost in tokens): ``running`` (the turn's text alone), ``brief``
+fewer tokens on context by carrying part of the stored vector of the turn before
+(``CARRY_WEIGHT``; that vector carries its own predecessor's, so the context runs
+back through the session at no cost in tokens): ``running`` (the turn's text alone), ``brief``
 (the first 40 characters of the turn before) and ``ending`` (its last 40, where
 the question a reply answers usually is; ``ending60``, its last 60).
 bench/bench_recall.py measures them on LoCoMo.
