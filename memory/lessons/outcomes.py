@@ -385,12 +385,15 @@ def self_reports_apply(*, targets: dict[type, set[int]], now: datetime) -> None:
     """Recency for rows an agent token's outcome had in play (``SELF_REPORT``:
     ``last_used_at``, ``use_count`` + 1), one statement per model.
 
-    The rows are locked in id order, so two outcomes naming the same rows never
-    deadlock; a count is never skipped. ``outcome_record`` runs it after its commit,
-    so in autocommit the row locks last only as long as the statement.
+    The rows are locked in id order, lessons before knowledge items as a harness
+    outcome's attribution locks them, so outcomes naming the same rows never
+    deadlock, even inside a caller's transaction; a count is never skipped.
+    ``outcome_record`` runs it after its commit, so in autocommit the row locks last
+    only as long as the statement.
     """
     with connection.cursor() as cursor:
-        for model, ids in sorted(targets.items(), key=lambda kv: kv[0].__name__):
+        for model in (Lesson, Knowledge):
+            ids = targets.get(model)
             if not ids:
                 continue
             table = connection.ops.quote_name(model._meta.db_table)
