@@ -62,6 +62,10 @@ def _lessons(workspace_id, ids):
     )
 
 
+def _values(lesson: Lesson) -> dict:
+    return {f.attname: getattr(lesson, f.attname) for f in Lesson._meta.concrete_fields}
+
+
 def test_a_prepared_query_reads_what_its_queryset_reads(agent):
     other = AgentFactory()
     mine = [
@@ -76,13 +80,9 @@ def test_a_prepared_query_reads_what_its_queryset_reads(agent):
         rows = prepared.rows(workspace_id=agent.workspace_id, ids=ids)
         expected = list(_lessons(agent.workspace_id, ids))
         assert [(r.pk, r.twins) for r in rows] == [(e.pk, e.twins) for e in expected]
-        for row, orm in zip(rows, expected, strict=True):
-            assert {f.attname: getattr(row, f.attname) for f in Lesson._meta.concrete_fields} == {
-                f.attname: getattr(orm, f.attname) for f in Lesson._meta.concrete_fields
-            }
-    assert [r.twins for r in prepared.rows(workspace_id=agent.workspace_id, ids=[m.pk for m in mine])] == [
-        True, True, False, False
-    ]  # fmt: skip
+        assert [_values(r) for r in rows] == [_values(e) for e in expected]
+    every = prepared.rows(workspace_id=agent.workspace_id, ids=[m.pk for m in mine])
+    assert [r.twins for r in every] == [True, True, False, False]
     assert prepared.rows(workspace_id=other.workspace_id, ids=[theirs.pk])[0].pk == theirs.pk
 
 
