@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import math
 import re
@@ -211,10 +212,30 @@ def normalised_forms(text: str) -> Iterator[str]:
             yield decoded
 
 
+# Digests of texts found clean, so the strings every write repeats (keys such as
+# "operation_key", "pytest", a project's file names) are read once per process, not
+# once per request. Only a 16-byte BLAKE2b digest is kept, never the text, and only
+# of clean texts: a refused secret leaves nothing behind. Emptied when full.
+_CLEAN: dict[bytes, None] = {}
+_CLEAN_MAX = 32_768
+
+
 def find_secret(text: str) -> SecretFinding | None:
     """The first credential-shaped thing in ``text`` or one of its normalised forms."""
     if not text:
         return None
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if key in _CLEAN:
+        return None
+    finding = _find_secret_in_forms(text)
+    if finding is None:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN[key] = None
+    return finding
+
+
+def _find_secret_in_forms(text: str) -> SecretFinding | None:
     for form in normalised_forms(text):
         finding = _find_secret_as_written(form)
         if finding is not None:

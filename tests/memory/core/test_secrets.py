@@ -86,3 +86,32 @@ def test_it_passes_clean_fields():
 )
 def test_the_unquoted_colon_form_needs_a_secret_looking_value(text, found):
     assert (find_secret(text) is not None) is found
+
+
+def test_texts_seen_clean_are_remembered_by_digest_and_secrets_never(monkeypatch):
+    from memory.core import secrets
+
+    monkeypatch.setattr(secrets, "_CLEAN", {})
+    for _ in range(2):  # the second round answers from the digests
+        for text in ORDINARY:
+            assert find_secret(text) is None, text
+        for name, text in SECRETS.items():
+            assert find_secret(text) is not None, name
+    # One digest per ordinary text and nothing for a secret: no text is kept.
+    assert len(secrets._CLEAN) == len(ORDINARY)
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in secrets._CLEAN)
+    # A secret hidden by a zero-width space, after the visible text was seen clean.
+    visible = "set password=" + "hunter22"
+    assert find_secret(visible) is not None
+    assert find_secret("set pass\u200bword=" + "hunter22") is not None
+
+
+def test_the_clean_digests_are_bounded(monkeypatch):
+    from memory.core import secrets
+
+    monkeypatch.setattr(secrets, "_CLEAN", {})
+    monkeypatch.setattr(secrets, "_CLEAN_MAX", 5)
+    for i in range(12):
+        assert find_secret(f"note {i}") is None
+        assert len(secrets._CLEAN) <= 5
+    assert find_secret("text with a lone surrogate \ud800 in it") is None
