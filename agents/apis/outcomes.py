@@ -63,10 +63,8 @@ class InPlayRefField(serializers.Field):
             data = {"type": kind.strip(), "id": raw_id.strip()}
         if not isinstance(data, dict):
             self.fail("invalid")
-        ref = RefSerializer(data=data)
-        if not ref.is_valid():
-            raise serializers.ValidationError(ref.errors)
-        return {"type": ref.validated_data["type"], "id": ref.validated_data["id"]}
+        ref = validated(RefSerializer, data)  # this thread's instance: no copy per ref
+        return {"type": ref["type"], "id": ref["id"]}
 
     def to_representation(self, value):
         return value
