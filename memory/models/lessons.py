@@ -53,8 +53,14 @@ class Outcome(models.Model):
     ``response`` is the body the first POST answered, replayed on retries.
     """
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="outcomes")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="outcomes")
+    # No index of their own: the composite indexes below (and the unique
+    # (agent, outcome_id)) lead with each, and every index costs every outcome's insert.
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="outcomes", db_index=False
+    )
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="outcomes", db_index=False
+    )
     outcome_id = models.CharField(max_length=200)
     session_id = models.CharField(max_length=200)
     turn_index = models.PositiveIntegerField(default=0)
