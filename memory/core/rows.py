@@ -40,9 +40,63 @@ def row_insert(obj: Model) -> Model:
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         obj.pk = cursor.fetchone()[0]
+    _saved(obj)
+    return obj
+
+
+def _saved(obj: Model) -> None:
     obj._state.adding = False
     obj._state.db = connection.alias
-    return obj
+
+
+@functools.cache
+def _insert_keyed(model: type[Model], key_into: str) -> tuple[str, str, tuple[Field, ...]]:
+    """``_insert``'s statement drawing the primary key from its sequence first, as
+    ``n.id``, and writing it under ``"id"`` in the JSON object of field ``key_into``."""
+    _, fields = _insert(model)
+    quote = connection.ops.quote_name
+    pk = model._meta.pk
+    table = model._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [quote(table), pk.column])
+        sequence = cursor.fetchone()[0]
+    head = f"n AS (SELECT nextval('{sequence}'::regclass) AS id)"
+    values = [
+        "jsonb_set(%s::jsonb, '{id}', to_jsonb((SELECT id FROM n)))"
+        if f.attname == key_into
+        else "%s"
+        for f in fields
+    ]
+    body = (
+        f"INSERT INTO {quote(table)} ({quote(pk.column)}, "
+        f"{', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ((SELECT id FROM n), {', '.join(values)}) RETURNING {quote(pk.column)}"
+    )
+    return head, body, fields
+
+
+def row_insert_keyed(obj: Model, *, key_into: str, also: tuple[str, list] | None = None) -> int:
+    """Insert ``obj`` as ``row_insert`` does, in one statement that also writes the new
+    primary key under ``"id"`` in the JSON object of its field ``key_into`` (a stored
+    answer that names its own row, written once instead of inserted then updated) and,
+    given ``also`` (SQL ending in ``RETURNING``, and its parameters), runs that
+    data-modifying statement too; returns how many rows ``also`` returned (0 without).
+    """
+    head, body, fields = _insert_keyed(type(obj), key_into)
+    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    params = []
+    if also is not None:
+        head += f", also AS ({also[0]})"
+        body += ", (SELECT count(*) FROM also)"
+        params += also[1]
+    else:
+        body += ", 0"
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {head} {body}", [*params, *values])
+        obj.pk, also_rows = cursor.fetchone()
+    getattr(obj, key_into)["id"] = obj.pk
+    _saved(obj)
+    return also_rows
 
 
 class AnyOf(Lookup):

@@ -141,31 +141,35 @@ def remote_label(remote: str | None) -> str:
     return " ".join(last.split())[:PROJECT_LABEL_MAX_CHARS]
 
 
-def project_label_from_remote(
+def project_label_from_remote_sql(
     *, workspace_id: int, project_digest: str, remote: str | None, author: str
-) -> str | None:
-    """Name a project after its remote when nobody has named it yet; returns the new label.
+) -> tuple[str, list] | None:
+    """The statement that names a project after its remote when nobody has named it
+    yet (SQL ending in ``RETURNING id``, and its parameters), for a caller to run inside
+    a statement of its own; None when the remote names nothing. A returned row means a
+    label was written: then call ``project_label_from_remote_audit``.
 
-    Only a missing label is written, so a person's label
-    is never overwritten, and a later remote never renames the project. The write is
-    audited like a person's. People edit or erase it like any label.
+    Only a missing label is written, so a person's label is never overwritten, and a
+    later remote never renames the project. People edit or erase it like any label.
+    A labelled project (nearly always) is found on the unique index and nothing is
+    written (each try takes a number of the 64-bit id sequence); a concurrent first
+    label wins quietly.
     """
     label = remote_label(remote)
     if not label or not project_digest:
         return None
-    # One statement on every outcome: a labelled project (nearly always) is found on
-    # the unique index and nothing is written (each try takes a number of the 64-bit
-    # id sequence, nothing more); a concurrent first label wins quietly.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {connection.ops.quote_name(ProjectLabel._meta.db_table)} "
-            "(workspace_id, project_digest, label, updated_by, updated_at) "
-            "VALUES (%s, %s, %s, %s, %s) "
-            "ON CONFLICT (workspace_id, project_digest) DO NOTHING RETURNING id",
-            [workspace_id, project_digest, label, author[:200], timezone.now()],
-        )
-        if cursor.fetchone() is None:
-            return None
+    return (
+        f"INSERT INTO {connection.ops.quote_name(ProjectLabel._meta.db_table)} "
+        "(workspace_id, project_digest, label, updated_by, updated_at) "
+        "VALUES (%s, %s, %s, %s, %s) "
+        "ON CONFLICT (workspace_id, project_digest) DO NOTHING RETURNING id",
+        [workspace_id, project_digest, label, author[:200], timezone.now()],
+    )
+
+
+def project_label_from_remote_audit(*, workspace_id: int, project_digest: str, author: str):
+    """The audit row for a label ``project_label_from_remote_sql`` wrote (audited like
+    a person's)."""
     audit_record(
         workspace=Workspace(pk=workspace_id),
         actor=author,
@@ -173,4 +177,3 @@ def project_label_from_remote(
         target_type="project",
         target_id=project_digest[:64],
     )
-    return label

@@ -18,12 +18,13 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
-from memory.core.rows import PreparedQuery, row_insert
+from memory.core.rows import PreparedQuery, row_insert_keyed
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
 from memory.identity.projects import (
     project_digest_required,
-    project_label_from_remote,
+    project_label_from_remote_audit,
+    project_label_from_remote_sql,
     target_relativize,
 )
 from memory.identity.services import GOAL_TEXT_SETTING
@@ -169,48 +170,59 @@ def outcome_record(
         for c in (checks or [])
     ]
     passed = outcome_passed(approach=approach, checks=checks, claim_ok=claim_ok)
+    author = f"{channel}:{agent.name}"
     try:
         with transaction.atomic():
-            outcome = row_insert(
-                Outcome(
-                    workspace_id=agent.workspace_id,
-                    agent=agent,
-                    outcome_id=outcome_id,
-                    session_id=session_id,
-                    turn_index=turn_index,
-                    project_digest=digest,
-                    machine_digest=machine or "",
-                    context=context or "global",
-                    goal_digest=goal_digest(goal) if goal else goal_digest_value,
-                    goal_text=goal_text if keep_goal_text else "",
-                    approach=approach,
-                    checks=checks,
-                    claim_ok=claim_ok,
-                    steps=steps,
-                    tokens=tokens,
-                    wall_s=wall_s,
-                    in_play=in_play or [],
-                    passed=passed,
-                    reported_passed=reported_passed,
-                    channel=channel,
-                )
-            )
-            project_label_from_remote(
+            outcome = Outcome(
                 workspace_id=agent.workspace_id,
+                agent=agent,
+                outcome_id=outcome_id,
+                session_id=session_id,
+                turn_index=turn_index,
                 project_digest=digest,
-                remote=project_remote,
-                author=f"{outcome.channel}:{agent.name}",
+                machine_digest=machine or "",
+                context=context or "global",
+                goal_digest=goal_digest(goal) if goal else goal_digest_value,
+                goal_text=goal_text if keep_goal_text else "",
+                approach=approach,
+                checks=checks,
+                claim_ok=claim_ok,
+                steps=steps,
+                tokens=tokens,
+                wall_s=wall_s,
+                in_play=in_play or [],
+                passed=passed,
+                reported_passed=reported_passed,
+                channel=channel,
             )
             result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
-            body = _apply(outcome=outcome, result=result)
-            body["goal_text_stored"] = keep_goal_text
-            outcome.response = body
-            table = connection.ops.quote_name(Outcome._meta.db_table)
-            with connection.cursor() as cursor:  # the ORM's save() cost more than the write
-                cursor.execute(
-                    f"UPDATE {table} SET response = %s WHERE id = %s",
-                    [json.dumps(body), outcome.pk],
+            # Stored with the row as it would answer if attribution changed nothing (an
+            # agent token's outcome, one with nothing in play): then it is written once.
+            outcome.response = _body(outcome=outcome, result=result, kept=keep_goal_text)
+            labelled = row_insert_keyed(
+                outcome,
+                key_into="response",
+                also=project_label_from_remote_sql(
+                    workspace_id=agent.workspace_id,
+                    project_digest=digest,
+                    remote=project_remote,
+                    author=author,
+                ),
+            )
+            if labelled:
+                project_label_from_remote_audit(
+                    workspace_id=agent.workspace_id, project_digest=digest, author=author
                 )
+            _apply(outcome=outcome, result=result)
+            body = _body(outcome=outcome, result=result, kept=keep_goal_text)
+            if body != outcome.response:
+                outcome.response = body
+                table = connection.ops.quote_name(Outcome._meta.db_table)
+                with connection.cursor() as cursor:  # the ORM's save() cost more than the write
+                    cursor.execute(
+                        f"UPDATE {table} SET response = %s WHERE id = %s",
+                        [json.dumps(body), outcome.pk],
+                    )
     except IntegrityError:
         stored = _stored_body(agent=agent, outcome_id=outcome_id)
         if stored is None:
@@ -230,7 +242,7 @@ def outcome_record(
     return body, True
 
 
-def _apply(*, outcome: Outcome, result: Attribution) -> dict:
+def _apply(*, outcome: Outcome, result: Attribution) -> None:
     now = result.now
     if outcome.passed is not None:
         _attribute(outcome=outcome, result=result, now=now)
@@ -249,14 +261,18 @@ def _apply(*, outcome: Outcome, result: Attribution) -> dict:
                 result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
             elif what == "self_report":
                 result.self_reported.setdefault(Lesson, set()).add(lesson.pk)
+
+
+def _body(*, outcome: Outcome, result: Attribution, kept: bool) -> dict:
+    """What ``POST /outcomes/`` answers (and a retry answers again)."""
     verified = outcome.channel == Channel.HARNESS
     return {
         "id": outcome.pk,
         "outcome_id": outcome.outcome_id,
         "passed": outcome.passed,
-        "confirmed": result.confirmed,
-        "contradicted": result.contradicted,
-        "lessons_created": result.lessons_created,
+        "confirmed": list(result.confirmed),
+        "contradicted": list(result.contradicted),
+        "lessons_created": list(result.lessons_created),
         "channel": outcome.channel,
         "evidence": "verified" if verified else "self_report",
         "hint": (
@@ -266,6 +282,7 @@ def _apply(*, outcome: Outcome, result: Attribution) -> dict:
             "moves no confidence and lessons learned from it stay claimed; post outcomes "
             "with the harness token."
         ),
+        "goal_text_stored": kept,
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory.models import Outcome
 from tests.factories.lessons import LessonFactory, check, outcome_payload, step
 
 URL = "/api/v1/outcomes/"
@@ -33,41 +34,49 @@ def _warm(client, lesson):
     assert client.post(URL, _body(lesson, "warm"), format="json").status_code == 201
 
 
-def test_a_harness_outcome_confirming_a_lesson_is_nine_queries(
+def test_a_harness_outcome_confirming_a_lesson_is_eight_queries(
     harness, lesson, django_assert_num_queries
 ):
     _warm(harness, lesson)
     # 1 the token (looked up once, shared by the write guard and the authentication)
     # 2 SAVEPOINT (BEGIN)
-    # 3 INSERT the outcome (a retry loses here, on (agent, outcome_id))
-    # 4 INSERT ... ON CONFLICT DO NOTHING the project's name from its remote (a project
-    #   already named writes nothing; issue 16)
-    # 5 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
+    # 3 INSERT the outcome, its id drawn from the sequence into its stored response, and
+    #   (a CTE of the same statement) INSERT ... ON CONFLICT DO NOTHING the project's
+    #   name from its remote (a project already named writes nothing; issue 16). A
+    #   retry loses here, on (agent, outcome_id)
+    # 4 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
     #   the same lesson" (the promotion check) as a column
-    # 6 INSERT ... ON CONFLICT DO NOTHING the lesson's evidence link
-    # 7 UPDATE the lesson's confidence and INSERT its ledger row, in one statement
-    # 8 UPDATE the outcome's stored response (its id is in it)
-    # 9 RELEASE SAVEPOINT (COMMIT)
-    with django_assert_num_queries(9):
+    # 5 INSERT ... ON CONFLICT DO NOTHING the lesson's evidence link
+    # 6 UPDATE the lesson's confidence and INSERT its ledger row, in one statement
+    # 7 UPDATE the outcome's stored response (it now names the lesson it confirmed)
+    # 8 RELEASE SAVEPOINT (COMMIT)
+    with django_assert_num_queries(8) as queries:
         response = harness.post(URL, _body(lesson, "one"), format="json")
     assert response.status_code == 201
-    assert response.json()["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
+    body = response.json()
+    assert body["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
+    assert "memory_projectlabel" in queries.captured_queries[2]["sql"]
+    stored = Outcome.objects.get(pk=body["id"]).response
+    assert stored == body
 
 
-def test_an_agent_token_outcome_is_eight_queries(api, harness, lesson, django_assert_num_queries):
+def test_an_agent_token_outcome_is_six_queries(api, harness, lesson, django_assert_num_queries):
     _warm(api, lesson)
-    # token; SAVEPOINT; INSERT outcome; INSERT the project's name if new; SELECT the in-play
-    # lessons (no lock: the model's word moves only recency); UPDATE the response;
+    # token; SAVEPOINT; INSERT outcome with its response and the project's name if new;
+    # SELECT the in-play lessons (no lock: the model's word moves only recency);
     # RELEASE (COMMIT); then UPDATE the lesson's recency (self_report) in a statement
-    # of its own, so outcomes naming the same lesson hold its row only for that statement
-    with django_assert_num_queries(8) as queries:
+    # of its own, so outcomes naming the same lesson hold its row only for that statement.
+    # The response stored with the row is already the answer: no UPDATE of it.
+    with django_assert_num_queries(6) as queries:
         response = api.post(URL, _body(lesson, "one"), format="json")
     assert response.status_code == 201
-    assert response.json()["confirmed"] == []
+    body = response.json()
+    assert body["confirmed"] == []
+    assert Outcome.objects.get(pk=body["id"]).response == body
     sql = [q["sql"] for q in queries.captured_queries]
     read = next(s for s in sql if s.startswith('SELECT "memory_lesson"'))
     assert "FOR" not in read.split("WHERE")[-1]
-    assert sql[-3].startswith('UPDATE "memory_outcome"')
+    assert not [s for s in sql if s.startswith('UPDATE "memory_outcome"')]
     assert sql[-2].startswith("RELEASE SAVEPOINT")
     assert sql[-1].startswith('UPDATE "memory_lesson"') and "use_count" in sql[-1]
     lesson.refresh_from_db()
@@ -76,9 +85,9 @@ def test_an_agent_token_outcome_is_eight_queries(api, harness, lesson, django_as
 
 def test_an_idempotency_key_adds_four_queries(harness, lesson, django_assert_num_queries):
     _warm(harness, lesson)
-    # the nine above, and: pg_advisory_lock on (agent, key); SELECT the stored
+    # the eight above, and: pg_advisory_lock on (agent, key); SELECT the stored
     # response; INSERT ... ON CONFLICT DO NOTHING the response; pg_advisory_unlock
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(12):
         response = harness.post(
             URL, _body(lesson, "one"), format="json", HTTP_IDEMPOTENCY_KEY="key-1"
         )

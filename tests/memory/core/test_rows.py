@@ -107,3 +107,43 @@ def test_a_value_that_does_not_land_once_is_refused_at_compile():
     prepared = PreparedQuery(lambda workspace_id: Lesson.objects.all(), ints=("workspace_id",))
     with pytest.raises(TypeError, match="lands 0 times"):
         prepared.rows(workspace_id=1)
+
+
+def test_a_keyed_insert_writes_its_own_id_into_the_json_and_runs_the_other_statement(agent):
+    from django.db import IntegrityError
+
+    from memory.core.rows import row_insert_keyed
+    from memory.models import ProjectLabel
+
+    def outcome(outcome_id):
+        return Outcome(
+            workspace_id=agent.workspace_id,
+            agent=agent,
+            outcome_id=outcome_id,
+            session_id="s",
+            project_digest="d" * 64,
+            response={"outcome_id": outcome_id, "id": None},
+        )
+
+    def label(text):
+        return (
+            "INSERT INTO memory_projectlabel (workspace_id, project_digest, label, updated_by, "
+            "updated_at) VALUES (%s, %s, %s, 'test', now()) "
+            "ON CONFLICT (workspace_id, project_digest) DO NOTHING RETURNING id",
+            [agent.workspace_id, "d" * 64, text],
+        )
+
+    first = outcome("one")
+    assert row_insert_keyed(first, key_into="response", also=label("shop")) == 1
+    second = outcome("two")
+    assert row_insert_keyed(second, key_into="response", also=label("other")) == 0
+    assert row_insert_keyed(outcome("three"), key_into="response") == 0
+    for row in (first, second):
+        stored = Outcome.objects.get(pk=row.pk)
+        assert stored.response == {"outcome_id": row.outcome_id, "id": row.pk} == row.response
+    assert first.pk < second.pk and not second._state.adding
+    # One statement: when the outcome loses on its unique key, the other write is undone.
+    ProjectLabel.objects.all().delete()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        row_insert_keyed(outcome("one"), key_into="response", also=label("again"))
+    assert not ProjectLabel.objects.exists()
