@@ -79,14 +79,6 @@ def lesson_promote_if_confirmed(
     """
     if lesson.scope != LessonScope.PROJECT or lesson.superseded_by_id is not None:
         return None
-    equivalent = Lesson.objects.filter(
-        workspace_id=lesson.workspace_id,
-        operation_key=lesson.operation_key,
-        normalized_text=lesson.normalized_text,
-        scope=LessonScope.PROJECT,
-        state=LessonState.ACTIVE,
-        superseded_by__isnull=True,
-    )
     if twins is None:
         twins = _equivalent_elsewhere(
             workspace_id=lesson.workspace_id,
@@ -96,6 +88,14 @@ def lesson_promote_if_confirmed(
         ).exists()
     if not twins:
         return None  # the common case: no other project says the same thing
+    equivalent = Lesson.objects.filter(
+        workspace_id=lesson.workspace_id,
+        operation_key=lesson.operation_key,
+        normalized_text=lesson.normalized_text,
+        scope=LessonScope.PROJECT,
+        state=LessonState.ACTIVE,
+        superseded_by__isnull=True,
+    )
     members = list(equivalent.select_for_update().order_by("id"))
     projects = _confirmed_projects(members)
     if len(projects) < 2:
