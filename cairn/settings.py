@@ -283,6 +283,8 @@ SPECTACULAR_SETTINGS = {
 # --- Cairn constants (named as in SPEC; defaults are the spec's) ------------
 CAIRN_DEMO = envbool("CAIRN_DEMO", True)
 CAIRN_TOKEN_LAST_USED_GRANULARITY_S = 60
+# Self-report recency marks gathered per process, written together (lessons/recency.py).
+CAIRN_RECENCY_FLUSH_MS = envint("CAIRN_RECENCY_FLUSH_MS", 200)
 CAIRN_WORKER_PING_TIMEOUT_S = envfloat("CAIRN_WORKER_PING_TIMEOUT_S", 1.0)
 
 CAIRN_EMBEDDER = envstr("CAIRN_EMBEDDER", "local")

@@ -30,6 +30,7 @@ from memory.identity.projects import (
 from memory.identity.services import GOAL_TEXT_SETTING
 from memory.lessons.evidence import evidence_apply
 from memory.lessons.promotion import promotion_twins_exist
+from memory.lessons.recency import recency_mark
 from memory.lessons.services import (
     lesson_confirm_by_outcome,
     lesson_contradict_by_outcome,
@@ -99,7 +100,7 @@ class Attribution:
     contradicted: list[dict]
     lessons_created: list[int]
     # What an agent token's outcome (the model's own word) had in play on its own
-    # operation: recency only, written after the commit (see ``self_reports_apply``).
+    # operation: recency only, marked after the commit (``memory.lessons.recency``).
     self_reported: dict[type, set[int]] = field(default_factory=dict)
     now: datetime = field(default_factory=timezone.now)
 
@@ -228,13 +229,12 @@ def outcome_record(
         if stored is None:
             raise
         return stored, False
-    # After the commit, in a statement of its own: outcomes naming the same lesson
-    # then hold its row only while PostgreSQL runs that statement, never across a
-    # round trip to this process. (A crash just here loses one recency mark, never
-    # evidence: self-reports move nothing else.) The outcome is stored by now, so a
-    # failure here is logged, not answered as a 500 the client would retry.
+    # After the commit: gathered with other outcomes' marks and written together in the
+    # background (memory.lessons.recency), so outcomes naming the same lesson never
+    # hold its row. The outcome is stored by now, so a failure here is logged, not
+    # answered as a 500 the client would retry.
     try:
-        self_reports_apply(targets=result.self_reported, now=result.now)
+        recency_mark(targets=result.self_reported, now=result.now)
     except DatabaseError:
         if connection.in_atomic_block:  # a caller's transaction: it must know
             raise
@@ -329,9 +329,9 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
     it): from then on each lesson is re-read as before.
 
     An agent token's outcome moves nothing but recency, so its rows are read
-    without a lock and what it touched goes to ``result.self_reported``, written
-    after the commit: outcomes naming the same lesson then queue on its row for
-    one statement instead of for their whole transaction.
+    without a lock and what it touched goes to ``result.self_reported``, marked
+    after the commit (``memory.lessons.recency``): outcomes naming the same lesson
+    never queue on its row.
     """
     verified = outcome.channel == Channel.HARNESS
     last = operations_last_result(outcome.approach)
@@ -396,30 +396,6 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
         ref = {"type": "error" if item.category == Category.ERROR else "knowledge", "id": item.pk}
         bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
         result.note(bucket, ref)
-
-
-def self_reports_apply(*, targets: dict[type, set[int]], now: datetime) -> None:
-    """Recency for rows an agent token's outcome had in play (``SELF_REPORT``:
-    ``last_used_at``, ``use_count`` + 1), one statement per model.
-
-    The rows are locked in id order, lessons before knowledge items as a harness
-    outcome's attribution locks them, so outcomes naming the same rows never
-    deadlock, even inside a caller's transaction; a count is never skipped.
-    ``outcome_record`` runs it after its commit, so in autocommit the row locks last
-    only as long as the statement.
-    """
-    with connection.cursor() as cursor:
-        for model in (Lesson, Knowledge):
-            ids = targets.get(model)
-            if not ids:
-                continue
-            table = connection.ops.quote_name(model._meta.db_table)
-            cursor.execute(
-                f"UPDATE {table} AS t SET last_used_at = %s, use_count = t.use_count + 1 "
-                f"FROM (SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id "
-                "FOR NO KEY UPDATE) AS s WHERE t.id = s.id",
-                [now, sorted(ids)],
-            )
 
 
 def _knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, str]) -> str | None:

@@ -432,8 +432,8 @@ def lesson_learn_mechanical(
 
 def _learned_again(*, existing: Lesson, outcome: Outcome, now) -> tuple[Lesson, str]:
     if outcome.channel != Channel.HARNESS:
-        # The model's own word: recency only, which the caller writes after its commit
-        # (outcomes.self_reports_apply), so this transaction takes no lock on the row.
+        # The model's own word: recency only, which the caller marks after its commit
+        # (memory.lessons.recency), so this transaction takes no lock on the row.
         return lesson_head(lesson=existing), "self_report"
     holder = lesson_confirm_by_outcome(lesson=existing, outcome=outcome, now=now)
     return (holder or lesson_head(lesson=existing)), "confirmed"
