@@ -24,8 +24,11 @@ show up as an extra ledger row. Side by side in one run:
 - ``with retries``: N threads, every outcome posted twice (the second a retry
   with the same ``outcome_id``), half of them at the same moment.
 
-Each run records the load average when it started: the box is shared, and the
-``× bare`` column is the number that survives a noisy neighbour.
+The runs are interleaved: each is cut into ``ROUNDS`` shares, and every round runs
+one share of each, so a drift of the shared box (its speed changed by a third
+within an hour here) lands on every run alike. Each run records the load average
+when its first share started; the ``× bare`` column is the number that survives a
+noisy neighbour.
 
     .venv/bin/python bench/bench_outcomes.py [--quick] [--clients=8]
 """
@@ -55,6 +58,7 @@ from common import (  # noqa: E402
 )
 
 PROJECT = "https://github.com/acme/bench.git"
+ROUNDS = 4
 
 
 def _outcome(oid: str, lesson_id: int) -> dict:
@@ -114,18 +118,34 @@ def _run(
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(post, work))
     wall = time.perf_counter() - started
-    latencies.sort()
+    return _summary(
+        [{"work": len(work), "ids": len(ids), "wall": wall, "latencies": latencies,
+          "statuses": statuses, "load": load}],
+        threads,
+    )  # fmt: skip
+
+
+def _summary(parts: list[dict], threads: int) -> dict:
+    """One run's figures from its rounds (each a share of its outcomes, see ``ROUNDS``)."""
+    latencies = sorted(x for part in parts for x in part["latencies"])
+    work, ids = sum(p["work"] for p in parts), sum(p["ids"] for p in parts)
+    wall = sum(p["wall"] for p in parts)
+    statuses: dict[int, int] = {}
+    for part in parts:
+        for code, count in part["statuses"].items():
+            statuses[code] = statuses.get(code, 0) + count
     return {
         "clients": threads,
-        "requests": len(work),
-        "outcomes": len(ids),
+        "requests": work,
+        "outcomes": ids,
         "wall_s": round(wall, 2),
-        "outcomes_per_s": round(len(ids) / wall, 1),
-        "requests_per_s": round(len(work) / wall, 1),
+        "outcomes_per_s": round(ids / wall, 1),
+        "requests_per_s": round(work / wall, 1),
         "p50_ms": round(statistics.median(latencies) * 1000, 1),
         "p95_ms": round(latencies[int(len(latencies) * 0.95) - 1] * 1000, 1),
         "statuses": statuses,
-        "load_average_at_start": load,
+        "load_average_at_start": parts[0]["load"],
+        "_parts": parts,
     }
 
 
@@ -181,10 +201,9 @@ def main(argv: list[str]) -> int:
         _run(port, token, [f"warm-{i}" for i in range(40)], [], threads=threads,
              retries=False, path="/api/v1/_bench/bare/")  # fmt: skip
 
-        results = {}
         one, spread = lesson_ids[:1], lesson_ids
         outcomes = "/api/v1/outcomes/"
-        for name, count, workers, retries, who, path, lessons in (
+        runs = [
             ("bare DRF view", n, threads, False, token, "/api/v1/_bench/bare/", []),
             ("single", min(n // 4, 300), 1, False, token, outcomes, one),
             ("concurrent", n, threads, False, token, outcomes, one),
@@ -192,26 +211,43 @@ def main(argv: list[str]) -> int:
             ("harness, a lesson per client", n, threads, False, harness_token, outcomes, spread),
             ("no lesson in play", n, threads, False, token, outcomes, []),
             ("with retries", n, threads, True, token, outcomes, one),
-        ):
-            ids = [f"{name.replace(' ', '-').replace(',', '')}-{i}" for i in range(count)]
-            ledger = ConfidenceChange.objects.filter(target_type="lesson", target_id__in=lessons)
-            ledger_before = ledger.count()
-            stats = _run(port, who, ids, lessons, threads=workers, retries=retries, path=path)
+        ]
+        ids = {
+            name: [f"{name.replace(' ', '-').replace(',', '')}-{i}" for i in range(count)]
+            for name, count, *_ in runs
+        }
+        # Every run in ROUNDS shares, one share of each run after the other: the box
+        # drifts (other tenants, its own load), and this way each run sees the same
+        # drift, so the x-bare column compares like with like.
+        parts: dict[str, list[dict]] = {name: [] for name, *_ in runs}
+        for r in range(ROUNDS):
+            for name, _count, workers, retries, who, path, lessons in runs:
+                share = ids[name][r::ROUNDS]
+                stats = _run(port, who, share, lessons, threads=workers, retries=retries,
+                             path=path)  # fmt: skip
+                parts[name] += stats["_parts"]
+                print(f"round {r + 1}/{ROUNDS} {name:30s} {stats['requests_per_s']}/s", flush=True)
+        results = {}
+        for name, _count, workers, _retries, who, path, lessons in runs:
+            stats = _summary(parts[name], workers)
+            del stats["_parts"]
             if path.endswith("/bare/"):
                 stats.update(lost=0, duplicated=0, double_applied=0)
                 results[name] = stats
-                print(f"{name:14s} {stats}", flush=True)
                 continue
-            rows = Outcome.objects.filter(agent=agent, outcome_id__in=ids)
+            rows = Outcome.objects.filter(agent=agent, outcome_id__in=ids[name])
             stored = set(rows.values_list("outcome_id", flat=True))
-            stats["lost"] = len(set(ids) - stored)
+            stats["lost"] = len(set(ids[name]) - stored)
             stats["duplicated"] = rows.count() - len(stored)
             # A harness outcome confirms its in-play lesson once: one evidence link, and
             # at most one ledger row (none once the confidence is at its ceiling). An
             # agent token's outcome is a self-report: neither.
             links = LessonEvidence.objects.filter(lesson_id__in=lessons, outcome__in=rows).count()
             stats["confirmations"] = links
-            stats["ledger_rows"] = ledger.count() - ledger_before
+            evidence = [f"outcome:{pk}" for pk in rows.values_list("pk", flat=True)]
+            stats["ledger_rows"] = ConfidenceChange.objects.filter(
+                target_type="lesson", target_id__in=lessons, evidence_id__in=evidence
+            ).count()
             expected = len(stored) if who == harness_token else 0
             stats["double_applied"] = max(links - expected, stats["ledger_rows"] - expected, 0)
             results[name] = stats
