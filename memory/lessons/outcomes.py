@@ -196,10 +196,14 @@ def outcome_record(
                 reported_passed=reported_passed,
                 channel=channel,
             )
+            # What it had in play is read (and for a harness outcome locked) first, so
+            # the answer it will give can be foreseen and stored with the row: then it is
+            # written once, and updated only when attribution turns out otherwise (a
+            # promotion on the way, a lesson learned from the approach).
+            rows = _in_play_read(outcome=outcome)
+            foreseen = _foreseen(outcome=outcome, rows=rows)
+            outcome.response = _body(outcome=outcome, result=foreseen, kept=keep_goal_text)
             result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
-            # Stored with the row as it would answer if attribution changed nothing (an
-            # agent token's outcome, one with nothing in play): then it is written once.
-            outcome.response = _body(outcome=outcome, result=result, kept=keep_goal_text)
             labelled = row_insert_keyed(
                 outcome,
                 key_into="response",
@@ -214,7 +218,7 @@ def outcome_record(
                 project_label_from_remote_audit(
                     workspace_id=agent.workspace_id, project_digest=digest, author=author
                 )
-            _apply(outcome=outcome, result=result)
+            _apply(outcome=outcome, result=result, rows=rows)
             body = _body(outcome=outcome, result=result, kept=keep_goal_text)
             if body != outcome.response:
                 outcome.response = body
@@ -242,10 +246,10 @@ def outcome_record(
     return body, True
 
 
-def _apply(*, outcome: Outcome, result: Attribution) -> None:
+def _apply(*, outcome: Outcome, result: Attribution, rows: InPlay) -> None:
     now = result.now
     if outcome.passed is not None:
-        _attribute(outcome=outcome, result=result, now=now)
+        _attribute(outcome=outcome, result=result, now=now, rows=rows)
     trust_samples_from_outcome(outcome=outcome)  # in-play deltas: harness outcomes only
     if outcome.passed is True:
         for failed_op, ok_op, target in mechanical_pairs(outcome.approach):
@@ -318,49 +322,118 @@ _LESSONS, _LESSONS_LOCKED = _in_play_lessons(locked=False), _in_play_lessons(loc
 _KNOWLEDGE, _KNOWLEDGE_LOCKED = _in_play_knowledge(locked=False), _in_play_knowledge(locked=True)
 
 
-def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
-    """Scoped attribution: only what was in play, only on its own operation.
+@dataclass
+class InPlay:
+    """The in-play rows an outcome is attributed to: lessons newest first, knowledge
+    items in id order."""
 
-    A harness outcome's in-play lessons and knowledge items are each read and
-    locked in one query (``FOR NO KEY UPDATE``, in id order: it does not block other
-    transactions' evidence links to the same rows), so applying evidence needs no
-    second read. A lesson read that way is current only until weighted evidence
-    lands on another one (a promotion, demotion, activation or retirement can change
-    it): from then on each lesson is re-read as before.
+    lessons: list[Lesson] = field(default_factory=list)
+    items: list[Knowledge] = field(default_factory=list)
 
-    An agent token's outcome moves nothing but recency, so its rows are read
-    without a lock and what it touched goes to ``result.self_reported``, marked
-    after the commit (``memory.lessons.recency``): outcomes naming the same lesson
-    never queue on its row.
+
+def _in_play_read(*, outcome: Outcome) -> InPlay:
+    """The in-play lessons and knowledge items, each read in one query.
+
+    A harness outcome's are locked (``FOR NO KEY UPDATE``, in id order, lessons
+    before knowledge items: it does not block other transactions' evidence links to
+    the same rows), so applying evidence needs no second read. An agent token's
+    outcome moves nothing but recency, so its rows are read without a lock.
+    Nothing is read for an outcome without a verdict: it is attributed to nothing.
     """
+    if outcome.passed is None:
+        return InPlay()
     verified = outcome.channel == Channel.HARNESS
-    last = operations_last_result(outcome.approach)
     lesson_ids = sorted({r["id"] for r in outcome.in_play if r["type"] == "lesson"})
     knowledge_ids = sorted(
         {r["id"] for r in outcome.in_play if r["type"] in ("knowledge", "error")}
     )
-    lessons = []
+    rows = InPlay()
     if lesson_ids:
         read = _LESSONS_LOCKED if verified else _LESSONS
-        lessons = read.rows(workspace_id=outcome.workspace_id, ids=lesson_ids)
-        lessons.sort(key=lambda row: (row.created_at, row.pk), reverse=True)  # newest first
+        rows.lessons = read.rows(workspace_id=outcome.workspace_id, ids=lesson_ids)
+        rows.lessons.sort(key=lambda row: (row.created_at, row.pk), reverse=True)
+    if knowledge_ids:
+        read = _KNOWLEDGE_LOCKED if verified else _KNOWLEDGE
+        rows.items = read.rows(workspace_id=outcome.workspace_id, ids=knowledge_ids)
+    return rows
+
+
+def _lesson_effect(*, lesson: Lesson, outcome: Outcome, last: dict[str, str]) -> str | None:
+    """What an outcome says about a live in-play lesson: "confirms", "contradicts" or None.
+
+    Another project's lesson is neither credited nor blamed here; otherwise a passed
+    outcome whose run of the lesson's operation ended ok confirms it, and a failed one
+    whose run failed contradicts it.
+    """
+    if lesson.scope == LessonScope.PROJECT and lesson.project_digest != outcome.project_digest:
+        return None
+    op_result = last.get(lesson.operation_key)
+    if outcome.passed is True and op_result == StepOutcome.OK:
+        return "confirms"
+    if outcome.passed is False and op_result == StepOutcome.FAILED:
+        return "contradicts"
+    return None
+
+
+def _knowledge_ref(item: Knowledge) -> dict:
+    return {"type": "error" if item.category == Category.ERROR else "knowledge", "id": item.pk}
+
+
+def _foreseen(*, outcome: Outcome, rows: InPlay) -> Attribution:
+    """What ``_attribute`` will most likely answer, from the rows alone: a harness
+    outcome confirms or contradicts what it had in play as ``_lesson_effect`` and
+    ``_knowledge_effect`` say. A lesson superseded since it was put in play is left
+    to its head (read by ``_attribute``); the stored answer is corrected if need be."""
+    result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
+    if outcome.channel != Channel.HARNESS:
+        return result
+    last = operations_last_result(outcome.approach)
     seen: set[int] = set()
-    fresh = True  # the rows read above are still current
-    for lesson in lessons:
+    for lesson in rows.lessons:
+        if lesson.superseded_by_id is not None:
+            continue
+        if lesson.pk in seen or lesson.state == LessonState.RETIRED:
+            continue
+        seen.add(lesson.pk)
+        effect = _lesson_effect(lesson=lesson, outcome=outcome, last=last)
+        if effect is not None:
+            bucket = result.confirmed if effect == "confirms" else result.contradicted
+            result.note(bucket, {"type": "lesson", "id": lesson.pk})
+    for item in rows.items:
+        kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
+        if kind is not None:
+            bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
+            result.note(bucket, _knowledge_ref(item))
+    return result
+
+
+def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> None:
+    """Scoped attribution: only what was in play, only on its own operation.
+
+    ``rows`` were read (and locked) by ``_in_play_read`` in this transaction. A
+    lesson read that way is current only until weighted evidence lands on another
+    one (a promotion, demotion, activation or retirement can change it): from then
+    on each lesson is re-read as before.
+
+    An agent token's outcome moves nothing but recency: what it touched goes to
+    ``result.self_reported``, marked after the commit (``memory.lessons.recency``):
+    outcomes naming the same lesson never queue on its row.
+    """
+    verified = outcome.channel == Channel.HARNESS
+    last = operations_last_result(outcome.approach)
+    seen: set[int] = set()
+    fresh = True  # the rows read are still current
+    for lesson in rows.lessons:
         head = lesson_head(lesson=lesson)
         fast = fresh and head is lesson
         lesson = head
         if lesson.pk in seen or lesson.state == LessonState.RETIRED:
             continue
         seen.add(lesson.pk)
-        if lesson.scope == LessonScope.PROJECT and lesson.project_digest != outcome.project_digest:
-            continue  # another project's lesson is neither credited nor blamed here
-        op_result = last.get(lesson.operation_key)
-        confirms = outcome.passed is True and op_result == StepOutcome.OK
-        contradicts = outcome.passed is False and op_result == StepOutcome.FAILED
-        if (confirms or contradicts) and not verified:
+        effect = _lesson_effect(lesson=lesson, outcome=outcome, last=last)
+        if effect is not None and not verified:
             result.self_reported.setdefault(Lesson, set()).add(lesson.pk)
-        elif confirms:
+        elif effect == "confirms":
             holder = lesson_confirm_by_outcome(
                 lesson=lesson,
                 outcome=outcome,
@@ -371,14 +444,11 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
             if holder is not None:
                 result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
                 fresh = False
-        elif contradicts:
+        elif effect == "contradicts":
             if lesson_contradict_by_outcome(lesson=lesson, outcome=outcome, now=now, locked=fast):
                 result.note(result.contradicted, {"type": "lesson", "id": lesson.pk})
                 fresh = False
-    if not knowledge_ids:
-        return
-    read = _KNOWLEDGE_LOCKED if verified else _KNOWLEDGE
-    for item in read.rows(workspace_id=outcome.workspace_id, ids=knowledge_ids):
+    for item in rows.items:
         kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
         if kind is None:
             continue
@@ -393,9 +463,8 @@ def _attribute(*, outcome: Outcome, result: Attribution, now) -> None:
             now=now,
             locked=True,  # evidence on one item never changes another
         )
-        ref = {"type": "error" if item.category == Category.ERROR else "knowledge", "id": item.pk}
         bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
-        result.note(bucket, ref)
+        result.note(bucket, _knowledge_ref(item))
 
 
 def _knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, str]) -> str | None:

@@ -34,30 +34,46 @@ def _warm(client, lesson):
     assert client.post(URL, _body(lesson, "warm"), format="json").status_code == 201
 
 
-def test_a_harness_outcome_confirming_a_lesson_is_eight_queries(
+def test_a_harness_outcome_confirming_a_lesson_is_seven_queries(
     harness, lesson, django_assert_num_queries
 ):
     _warm(harness, lesson)
     # 1 the token (looked up once, shared by the write guard and the authentication)
     # 2 SAVEPOINT (BEGIN)
-    # 3 INSERT the outcome, its id drawn from the sequence into its stored response, and
+    # 3 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
+    #   the same lesson" (the promotion check) as a column: read first, so the answer
+    #   is foreseen and stored with the row
+    # 4 INSERT the outcome, its id drawn from the sequence into its stored response, and
     #   (a CTE of the same statement) INSERT ... ON CONFLICT DO NOTHING the project's
     #   name from its remote (a project already named writes nothing; issue 16). A
     #   retry loses here, on (agent, outcome_id)
-    # 4 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
-    #   the same lesson" (the promotion check) as a column
     # 5 INSERT ... ON CONFLICT DO NOTHING the lesson's evidence link
     # 6 UPDATE the lesson's confidence and INSERT its ledger row, in one statement
-    # 7 UPDATE the outcome's stored response (it now names the lesson it confirmed)
-    # 8 RELEASE SAVEPOINT (COMMIT)
-    with django_assert_num_queries(8) as queries:
+    # 7 RELEASE SAVEPOINT (COMMIT)
+    # The stored response was foreseen right: no UPDATE of it.
+    with django_assert_num_queries(7) as queries:
         response = harness.post(URL, _body(lesson, "one"), format="json")
     assert response.status_code == 201
     body = response.json()
     assert body["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
-    assert "memory_projectlabel" in queries.captured_queries[2]["sql"]
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert sql[2].startswith('SELECT "memory_lesson"') and "FOR NO KEY UPDATE" in sql[2]
+    assert "memory_projectlabel" in sql[3]
+    assert not [s for s in sql if s.startswith('UPDATE "memory_outcome"')]
     stored = Outcome.objects.get(pk=body["id"]).response
     assert stored == body
+
+
+def test_a_stored_answer_foreseen_wrong_is_corrected(harness, lesson, django_assert_num_queries):
+    """A lesson learned from the approach cannot be foreseen: the answer is updated."""
+    _warm(harness, lesson)
+    body = _body(lesson, "learns")
+    body["approach"] = [step("pytest:tests/", "tests", "failed", 0), *body["approach"]]
+    response = harness.post(URL, body, format="json")
+    assert response.status_code == 201
+    answer = response.json()
+    assert answer["lessons_created"] and answer["confirmed"]
+    assert Outcome.objects.get(pk=answer["id"]).response == answer
 
 
 def test_an_agent_token_outcome_is_six_queries(api, harness, lesson, django_assert_num_queries):
@@ -85,21 +101,24 @@ def test_an_agent_token_outcome_is_six_queries(api, harness, lesson, django_asse
 
 def test_an_idempotency_key_adds_four_queries(harness, lesson, django_assert_num_queries):
     _warm(harness, lesson)
-    # the eight above, and: pg_advisory_lock on (agent, key); SELECT the stored
+    # the seven above, and: pg_advisory_lock on (agent, key); SELECT the stored
     # response; INSERT ... ON CONFLICT DO NOTHING the response; pg_advisory_unlock
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(11):
         response = harness.post(
             URL, _body(lesson, "one"), format="json", HTTP_IDEMPOTENCY_KEY="key-1"
         )
     assert response.status_code == 201
 
 
-def test_a_retry_answers_the_stored_body_in_six_queries(harness, lesson, django_assert_num_queries):
+def test_a_retry_answers_the_stored_body_in_seven_queries(
+    harness, lesson, django_assert_num_queries
+):
     _warm(harness, lesson)
     first = harness.post(URL, _body(lesson, "one"), format="json")
-    # token; SAVEPOINT; INSERT (unique violation); ROLLBACK TO SAVEPOINT and RELEASE
-    # (ROLLBACK); SELECT the stored body. Nothing is applied twice.
-    with django_assert_num_queries(6):
+    # token; SAVEPOINT; SELECT the in-play lessons (read before the insert); INSERT
+    # (unique violation); ROLLBACK TO SAVEPOINT and RELEASE (ROLLBACK); SELECT the
+    # stored body. Nothing is applied twice.
+    with django_assert_num_queries(7):
         again = harness.post(URL, _body(lesson, "one"), format="json")
     assert again.status_code == 200
     assert again.json() == first.json()
