@@ -75,28 +75,44 @@ def _insert_keyed(model: type[Model], key_into: str) -> tuple[str, str, tuple[Fi
     return head, body, fields
 
 
-def row_insert_keyed(obj: Model, *, key_into: str, also: tuple[str, list] | None = None) -> int:
+def row_insert_keyed(
+    obj: Model, *, key_into: str, also: list[tuple[str, str, list]] = (), count: str = ""
+) -> int:
     """Insert ``obj`` as ``row_insert`` does, in one statement that also writes the new
     primary key under ``"id"`` in the JSON object of its field ``key_into`` (a stored
-    answer that names its own row, written once instead of inserted then updated) and,
-    given ``also`` (SQL ending in ``RETURNING``, and its parameters), runs that
-    data-modifying statement too; returns how many rows ``also`` returned (0 without).
+    answer that names its own row, written once instead of inserted then updated).
+
+    ``also``: other data-modifying statements run in the same statement, as CTEs
+    ``(name, SQL ending in RETURNING, parameters)``, each able to read the ones
+    before it; returns how many rows the one named ``count`` returned (0 without).
     """
     head, body, fields = _insert_keyed(type(obj), key_into)
     values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
     params = []
-    if also is not None:
-        head += f", also AS ({also[0]})"
-        body += ", (SELECT count(*) FROM also)"
-        params += also[1]
-    else:
-        body += ", 0"
+    for name, sql, more in also:
+        head += f", {name} AS ({sql})"
+        params += more
+    body += f", (SELECT count(*) FROM {count})" if count else ", 0"
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {head} {body}", [*params, *values])
-        obj.pk, also_rows = cursor.fetchone()
+        obj.pk, counted = cursor.fetchone()
     getattr(obj, key_into)["id"] = obj.pk
     _saved(obj)
-    return also_rows
+    return counted
+
+
+def row_insert_for_each(obj: Model, *, source: str) -> tuple[str, list]:
+    """SQL and parameters inserting ``obj`` (as ``row_insert`` writes it) once for each
+    row of ``source``, a CTE of the caller's statement; ``RETURNING`` the new keys."""
+    _, fields = _insert(type(obj))
+    quote = connection.ops.quote_name
+    pk = type(obj)._meta.pk
+    sql = (
+        f"INSERT INTO {quote(type(obj)._meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) "
+        f"SELECT {', '.join(['%s'] * len(fields))} FROM {source} RETURNING {quote(pk.column)}"
+    )
+    return sql, [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
 
 
 class AnyOf(Lookup):

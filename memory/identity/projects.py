@@ -20,7 +20,8 @@ from django.utils import timezone
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.audit import audit_record
-from memory.models import ProjectLabel, Workspace
+from memory.core.rows import row_insert_for_each
+from memory.models import AuditEvent, ProjectLabel, Workspace
 
 _SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?(?P<host>[^:/\s]+):(?P<path>(?!//).+)$")
 
@@ -141,13 +142,13 @@ def remote_label(remote: str | None) -> str:
     return " ".join(last.split())[:PROJECT_LABEL_MAX_CHARS]
 
 
-def project_label_from_remote_sql(
+def project_label_from_remote_ctes(
     *, workspace_id: int, project_digest: str, remote: str | None, author: str
-) -> tuple[str, list] | None:
-    """The statement that names a project after its remote when nobody has named it
-    yet (SQL ending in ``RETURNING id``, and its parameters), for a caller to run inside
-    a statement of its own; None when the remote names nothing. A returned row means a
-    label was written: then call ``project_label_from_remote_audit``.
+) -> list[tuple[str, str, list]]:
+    """Name a project after its remote when nobody has named it yet, audited like a
+    person's label, as CTEs for a caller's statement (see ``row_insert_keyed``):
+    ``project_label`` (the label written, if any) and ``project_label_audit``. None
+    when the remote names nothing.
 
     Only a missing label is written, so a person's label is never overwritten, and a
     later remote never renames the project. People edit or erase it like any label.
@@ -157,23 +158,25 @@ def project_label_from_remote_sql(
     """
     label = remote_label(remote)
     if not label or not project_digest:
-        return None
-    return (
-        f"INSERT INTO {connection.ops.quote_name(ProjectLabel._meta.db_table)} "
-        "(workspace_id, project_digest, label, updated_by, updated_at) "
-        "VALUES (%s, %s, %s, %s, %s) "
-        "ON CONFLICT (workspace_id, project_digest) DO NOTHING RETURNING id",
-        [workspace_id, project_digest, label, author[:200], timezone.now()],
+        return []
+    audit_sql, audit_params = row_insert_for_each(
+        AuditEvent(
+            workspace_id=workspace_id,
+            actor=author[:200],
+            action="project.label_from_remote",
+            target_type="project",
+            target_id=project_digest[:64],
+        ),
+        source="project_label",
     )
-
-
-def project_label_from_remote_audit(*, workspace_id: int, project_digest: str, author: str):
-    """The audit row for a label ``project_label_from_remote_sql`` wrote (audited like
-    a person's)."""
-    audit_record(
-        workspace=Workspace(pk=workspace_id),
-        actor=author,
-        action="project.label_from_remote",
-        target_type="project",
-        target_id=project_digest[:64],
-    )
+    return [
+        (
+            "project_label",
+            f"INSERT INTO {connection.ops.quote_name(ProjectLabel._meta.db_table)} "
+            "(workspace_id, project_digest, label, updated_by, updated_at) "
+            "VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (workspace_id, project_digest) DO NOTHING RETURNING id",
+            [workspace_id, project_digest, label, author[:200], timezone.now()],
+        ),
+        ("project_label_audit", audit_sql, audit_params),
+    ]

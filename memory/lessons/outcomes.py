@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -23,8 +24,7 @@ from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
 from memory.identity.projects import (
     project_digest_required,
-    project_label_from_remote_audit,
-    project_label_from_remote_sql,
+    project_label_from_remote_ctes,
     target_relativize,
 )
 from memory.identity.services import GOAL_TEXT_SETTING
@@ -172,52 +172,54 @@ def outcome_record(
     ]
     passed = outcome_passed(approach=approach, checks=checks, claim_ok=claim_ok)
     author = f"{channel}:{agent.name}"
+    outcome = Outcome(
+        workspace_id=agent.workspace_id,
+        agent=agent,
+        outcome_id=outcome_id,
+        session_id=session_id,
+        turn_index=turn_index,
+        project_digest=digest,
+        machine_digest=machine or "",
+        context=context or "global",
+        goal_digest=goal_digest(goal) if goal else goal_digest_value,
+        goal_text=goal_text if keep_goal_text else "",
+        approach=approach,
+        checks=checks,
+        claim_ok=claim_ok,
+        steps=steps,
+        tokens=tokens,
+        wall_s=wall_s,
+        in_play=in_play or [],
+        passed=passed,
+        reported_passed=reported_passed,
+        channel=channel,
+    )
+    # An outcome that writes nothing after its own row is one statement, and needs no
+    # transaction of its own (no BEGIN and COMMIT round trips): any agent token's
+    # outcome that learns nothing, any outcome with nothing in play. Inside a caller's
+    # transaction it still takes a savepoint, so a retry's unique violation is survived.
+    alone = not _writes_after_insert(outcome) and not connection.in_atomic_block
     try:
-        with transaction.atomic():
-            outcome = Outcome(
-                workspace_id=agent.workspace_id,
-                agent=agent,
-                outcome_id=outcome_id,
-                session_id=session_id,
-                turn_index=turn_index,
-                project_digest=digest,
-                machine_digest=machine or "",
-                context=context or "global",
-                goal_digest=goal_digest(goal) if goal else goal_digest_value,
-                goal_text=goal_text if keep_goal_text else "",
-                approach=approach,
-                checks=checks,
-                claim_ok=claim_ok,
-                steps=steps,
-                tokens=tokens,
-                wall_s=wall_s,
-                in_play=in_play or [],
-                passed=passed,
-                reported_passed=reported_passed,
-                channel=channel,
-            )
+        with nullcontext() if alone else transaction.atomic():
             # What it had in play is read (and for a harness outcome locked) first, so
-            # the answer it will give can be foreseen and stored with the row: then it is
-            # written once, and updated only when attribution turns out otherwise (a
-            # promotion on the way, a lesson learned from the approach).
+            # the answer it will give can be foreseen and stored with the row: then it
+            # is written once, and updated only when attribution turns out otherwise
+            # (a promotion on the way, a lesson learned from the approach).
             rows = _in_play_read(outcome=outcome)
             foreseen = _foreseen(outcome=outcome, rows=rows)
             outcome.response = _body(outcome=outcome, result=foreseen, kept=keep_goal_text)
             result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
-            labelled = row_insert_keyed(
+            # The row, its project's name if it has none yet and that name's audit row.
+            row_insert_keyed(
                 outcome,
                 key_into="response",
-                also=project_label_from_remote_sql(
+                also=project_label_from_remote_ctes(
                     workspace_id=agent.workspace_id,
                     project_digest=digest,
                     remote=project_remote,
                     author=author,
                 ),
             )
-            if labelled:
-                project_label_from_remote_audit(
-                    workspace_id=agent.workspace_id, project_digest=digest, author=author
-                )
             _apply(outcome=outcome, result=result, rows=rows)
             body = _body(outcome=outcome, result=result, kept=keep_goal_text)
             if body != outcome.response:
@@ -244,6 +246,19 @@ def outcome_record(
             raise
         logger.exception("outcome %s: recency of what it had in play not recorded", outcome.pk)
     return body, True
+
+
+def _writes_after_insert(outcome: Outcome) -> bool:
+    """Whether recording ``outcome`` writes anything besides its own row (its project's
+    name goes in the same statement): weighted evidence and trust samples for what a
+    harness outcome with a verdict had in play, lessons learned from a passed
+    approach. What ``_apply`` writes, and nothing else; an agent token's outcome only
+    marks recency, after its commit."""
+    if outcome.passed is None:
+        return False
+    if outcome.channel == Channel.HARNESS and outcome.in_play:
+        return True
+    return outcome.passed is True and bool(mechanical_pairs(outcome.approach))
 
 
 def _apply(*, outcome: Outcome, result: Attribution, rows: InPlay) -> None:

@@ -122,3 +122,36 @@ def test_a_retry_answers_the_stored_body_in_seven_queries(
         again = harness.post(URL, _body(lesson, "one"), format="json")
     assert again.status_code == 200
     assert again.json() == first.json()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_as_production_runs_them_only_a_harness_outcome_opens_a_transaction(
+    api, harness, lesson, django_assert_num_queries
+):
+    """Outside a test's transaction (autocommit, as the server runs): an outcome that
+    writes nothing after its own row is one statement, with no BEGIN or COMMIT."""
+    _warm(api, lesson)
+    assert harness.post(URL, _body(lesson, "warm-h"), format="json").status_code == 201
+    # token; SELECT the in-play lessons; INSERT (with the project's name); then the
+    # recency mark (written at once in the tests' settings; gathered in production)
+    with django_assert_num_queries(4) as queries:
+        assert api.post(URL, _body(lesson, "agent"), format="json").status_code == 201
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert not [s for s in sql if s.split()[0] in ("BEGIN", "COMMIT", "SAVEPOINT")]
+    # Nothing in play: token and INSERT.
+    with django_assert_num_queries(2):
+        body = outcome_payload(outcome_id="bare", checks=[check(1, 0)])
+        assert api.post(URL, body, format="json").status_code == 201
+    # A harness outcome that confirms its lesson: all of it in one transaction.
+    with django_assert_num_queries(7) as queries:
+        assert harness.post(URL, _body(lesson, "verified"), format="json").status_code == 201
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert sql[1] == "BEGIN" and sql[-1] == "COMMIT"
+    # A retry of the agent's outcome answers its stored body, nothing applied again.
+    first = Outcome.objects.get(outcome_id="agent").response
+    again = api.post(URL, _body(lesson, "agent"), format="json")
+    assert again.status_code == 200 and again.json() == first
+    lesson.refresh_from_db()
+    # the agent's warm-up and "agent" (the retry marks nothing; a harness confirmation
+    # is evidence, not a use)
+    assert lesson.use_count == 2

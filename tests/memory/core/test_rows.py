@@ -112,8 +112,8 @@ def test_a_value_that_does_not_land_once_is_refused_at_compile():
 def test_a_keyed_insert_writes_its_own_id_into_the_json_and_runs_the_other_statement(agent):
     from django.db import IntegrityError
 
-    from memory.core.rows import row_insert_keyed
-    from memory.models import ProjectLabel
+    from memory.core.rows import row_insert_for_each, row_insert_keyed
+    from memory.models import AuditEvent, ProjectLabel
 
     def outcome(outcome_id):
         return Outcome(
@@ -126,18 +126,30 @@ def test_a_keyed_insert_writes_its_own_id_into_the_json_and_runs_the_other_state
         )
 
     def label(text):
-        return (
-            "INSERT INTO memory_projectlabel (workspace_id, project_digest, label, updated_by, "
-            "updated_at) VALUES (%s, %s, %s, 'test', now()) "
-            "ON CONFLICT (workspace_id, project_digest) DO NOTHING RETURNING id",
-            [agent.workspace_id, "d" * 64, text],
-        )
+        return [
+            (
+                "label",
+                "INSERT INTO memory_projectlabel (workspace_id, project_digest, label, "
+                "updated_by, updated_at) VALUES (%s, %s, %s, 'test', now()) "
+                "ON CONFLICT (workspace_id, project_digest) DO NOTHING RETURNING id",
+                [agent.workspace_id, "d" * 64, text],
+            ),
+            # A second CTE reading the first: one audit row for each label written.
+            (
+                "audit",
+                *row_insert_for_each(
+                    AuditEvent(workspace_id=agent.workspace_id, actor="t", action="label"),
+                    source="label",
+                ),
+            ),
+        ]
 
     first = outcome("one")
-    assert row_insert_keyed(first, key_into="response", also=label("shop")) == 1
+    assert row_insert_keyed(first, key_into="response", also=label("shop"), count="label") == 1
     second = outcome("two")
-    assert row_insert_keyed(second, key_into="response", also=label("other")) == 0
+    assert row_insert_keyed(second, key_into="response", also=label("x"), count="label") == 0
     assert row_insert_keyed(outcome("three"), key_into="response") == 0
+    assert AuditEvent.objects.filter(action="label").count() == 1
     for row in (first, second):
         stored = Outcome.objects.get(pk=row.pk)
         assert stored.response == {"outcome_id": row.outcome_id, "id": row.pk} == row.response
@@ -147,3 +159,4 @@ def test_a_keyed_insert_writes_its_own_id_into_the_json_and_runs_the_other_state
     with pytest.raises(IntegrityError), transaction.atomic():
         row_insert_keyed(outcome("one"), key_into="response", also=label("again"))
     assert not ProjectLabel.objects.exists()
+    assert AuditEvent.objects.filter(action="label").count() == 1
