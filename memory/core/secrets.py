@@ -93,6 +93,7 @@ _ASSIGNMENT_NAMES = (
     r"password|passwd|passphrase|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key"
     r"|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|token"
 )
+_NAME_IN_KEY = re.compile(_ASSIGNMENT_NAMES, re.IGNORECASE)
 _ASSIGNMENT = re.compile(
     rf"(?i)(?<![A-Za-z0-9_])[\"']?(?P<name>{_ASSIGNMENT_NAMES})[\"']?"
     r"(?:\s*(?<![=!<>])=(?!=)\s*|\s*:=\s*|\s*:\s*(?=[\"']))"
@@ -268,8 +269,10 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
         for key, inner in value.items():
             key_path = f"{path}.{key}" if path else str(key)
             yield key_path, str(key)
-            if isinstance(inner, str):
-                # {"password": "..."}: the pair, as JSON, is an assignment.
+            if isinstance(inner, str) and _NAME_IN_KEY.search(str(key)):
+                # {"password": "..."}: the pair, as JSON, is an assignment. Only a key
+                # naming a credential can make one (both assignment patterns need the
+                # name); the value alone is read below like any string.
                 yield key_path, json.dumps({str(key): inner}, ensure_ascii=False)
             yield from _walk(inner, key_path)
     elif isinstance(value, list | tuple):

@@ -115,3 +115,17 @@ def test_the_clean_digests_are_bounded(monkeypatch):
         assert find_secret(f"note {i}") is None
         assert len(secrets._CLEAN) <= 5
     assert find_secret("text with a lone surrogate \ud800 in it") is None
+
+
+@pytest.mark.parametrize(
+    "metadata, found",
+    [
+        ({"password": "hunter2hunter2"}, ["metadata.password"]),
+        ({"db": {"Client-Secret": "s3cr3tValue"}}, ["metadata.db.Client-Secret"]),
+        ({"auth.token": "QwErTyUiOpAsDfGh"}, ["metadata.auth.token"]),
+        ({"note": "hunter2hunter2"}, []),  # the same value under an ordinary key
+        ({"token": "of our appreciation"}, []),  # prose under a weak name
+    ],
+)
+def test_a_key_naming_a_credential_makes_its_value_an_assignment(metadata, found):
+    assert list(scan_fields({"metadata": metadata})) == found
