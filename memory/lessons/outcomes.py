@@ -34,6 +34,8 @@ from memory.lessons.recency import recency_mark
 from memory.lessons.services import (
     lesson_confirm_by_outcome,
     lesson_contradict_by_outcome,
+    lesson_evidence_links_cte,
+    lesson_evidence_unlink,
     lesson_head,
     lesson_learn_mechanical,
 )
@@ -51,6 +53,7 @@ from memory.models import (
     Knowledge,
     KnowledgeStatus,
     Lesson,
+    LessonEvidence,
     LessonScope,
     LessonState,
     Outcome,
@@ -102,6 +105,10 @@ class Attribution:
     # What an agent token's outcome (the model's own word) had in play on its own
     # operation: recency only, marked after the commit (``memory.lessons.recency``).
     self_reported: dict[type, set[int]] = field(default_factory=dict)
+    # (lesson id, relation) evidence links this outcome made, and those written with
+    # its row because they were foreseen (``lesson_evidence_links_cte``).
+    linked: set[tuple[int, str]] = field(default_factory=set)
+    prelinked: set[tuple[int, str]] = field(default_factory=set)
     now: datetime = field(default_factory=timezone.now)
 
     def note(self, bucket: list[dict], ref: dict) -> None:
@@ -209,16 +216,21 @@ def outcome_record(
             foreseen = _foreseen(outcome=outcome, rows=rows)
             outcome.response = _body(outcome=outcome, result=foreseen, kept=keep_goal_text)
             result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
-            # The row, its project's name if it has none yet and that name's audit row.
+            result.prelinked = _foreseen_links(foreseen=foreseen, rows=rows)
+            # The row, its project's name if it has none yet and that name's audit row,
+            # and the evidence links its in-play lessons will get.
             row_insert_keyed(
                 outcome,
                 key_into="response",
-                also=project_label_from_remote_ctes(
-                    workspace_id=agent.workspace_id,
-                    project_digest=digest,
-                    remote=project_remote,
-                    author=author,
-                ),
+                also=[
+                    *project_label_from_remote_ctes(
+                        workspace_id=agent.workspace_id,
+                        project_digest=digest,
+                        remote=project_remote,
+                        author=author,
+                    ),
+                    *lesson_evidence_links_cte(links=sorted(result.prelinked), now=result.now),
+                ],
             )
             _apply(outcome=outcome, result=result, rows=rows)
             body = _body(outcome=outcome, result=result, kept=keep_goal_text)
@@ -265,6 +277,9 @@ def _apply(*, outcome: Outcome, result: Attribution, rows: InPlay) -> None:
     now = result.now
     if outcome.passed is not None:
         _attribute(outcome=outcome, result=result, now=now, rows=rows)
+    stray = result.prelinked - result.linked
+    if stray:  # foreseen, then not made: before anything else could link them
+        lesson_evidence_unlink(outcome=outcome, lesson_ids=sorted(pk for pk, _ in stray))
     trust_samples_from_outcome(outcome=outcome)  # in-play deltas: harness outcomes only
     if outcome.passed is True:
         for failed_op, ok_op, target in mechanical_pairs(outcome.approach):
@@ -422,6 +437,21 @@ def _foreseen(*, outcome: Outcome, rows: InPlay) -> Attribution:
     return result
 
 
+def _foreseen_links(*, foreseen: Attribution, rows: InPlay) -> set[tuple[int, str]]:
+    """The evidence link a foreseen attribution makes, when it is certain: one lesson
+    in play, and confirming it cannot promote it (no twin in another project). With
+    several lessons a confirmation can promote one into another, whose link then
+    comes from the promotion; those are attached one by one, as they are made."""
+    if len(rows.lessons) != 1:
+        return set()
+    lesson = rows.lessons[0]
+    if {"type": "lesson", "id": lesson.pk} in foreseen.confirmed and not lesson.twins:
+        return {(lesson.pk, LessonEvidence.Relation.SUPPORTS)}
+    if {"type": "lesson", "id": lesson.pk} in foreseen.contradicted:
+        return {(lesson.pk, LessonEvidence.Relation.CONTRADICTS)}
+    return set()
+
+
 def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> None:
     """Scoped attribution: only what was in play, only on its own operation.
 
@@ -449,18 +479,29 @@ def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> N
         if effect is not None and not verified:
             result.self_reported.setdefault(Lesson, set()).add(lesson.pk)
         elif effect == "confirms":
+            link = (lesson.pk, LessonEvidence.Relation.SUPPORTS)
             holder = lesson_confirm_by_outcome(
                 lesson=lesson,
                 outcome=outcome,
                 now=now,
                 locked=fast,
                 twins=lesson.twins if fast else None,
+                attached=link in result.prelinked,
             )
             if holder is not None:
+                result.linked.add(link)
                 result.note(result.confirmed, {"type": "lesson", "id": lesson.pk})
                 fresh = False
         elif effect == "contradicts":
-            if lesson_contradict_by_outcome(lesson=lesson, outcome=outcome, now=now, locked=fast):
+            link = (lesson.pk, LessonEvidence.Relation.CONTRADICTS)
+            if lesson_contradict_by_outcome(
+                lesson=lesson,
+                outcome=outcome,
+                now=now,
+                locked=fast,
+                attached=link in result.prelinked,
+            ):
+                result.linked.add(link)
                 result.note(result.contradicted, {"type": "lesson", "id": lesson.pk})
                 fresh = False
     for item in rows.items:

@@ -79,6 +79,32 @@ def lesson_evidence_attach(*, lesson: Lesson, outcome: Outcome, relation: str = 
         return cursor.fetchone() is not None
 
 
+def lesson_evidence_links_cte(*, links: list[tuple[int, str]], now) -> list[tuple[str, str, list]]:
+    """``lesson_evidence_attach`` for several (lesson id, relation) pairs, as a CTE of the
+    statement that inserts their outcome (``row_insert_keyed``: the outcome's new key is
+    ``n.id`` there), so a harness outcome's foreseen links cost no round trip of their own.
+    The outcome is new, so each link is too; the caller passes ``attached`` for them."""
+    if not links:
+        return []
+    table = LessonEvidence._meta.db_table
+    return [
+        (
+            "lesson_links",
+            f"INSERT INTO {table} (lesson_id, outcome_id, relation, created_at) "
+            "SELECT x.lesson_id, (SELECT id FROM n), x.relation, %s "
+            "FROM unnest(%s::bigint[], %s::text[]) AS x(lesson_id, relation) "
+            "ON CONFLICT (lesson_id, outcome_id) DO NOTHING RETURNING lesson_id",
+            [now, [pk for pk, _ in links], [relation for _, relation in links]],
+        )
+    ]
+
+
+def lesson_evidence_unlink(*, outcome: Outcome, lesson_ids: list[int]) -> None:
+    """Take back links ``lesson_evidence_links_cte`` wrote that attribution did not make
+    (the in-play rows changed on the way: a promotion, a demotion)."""
+    LessonEvidence.objects.filter(outcome=outcome, lesson_id__in=lesson_ids).delete()
+
+
 def _current_equivalent(
     *, workspace: Workspace, operation_key: str, normalized_text: str, project_digest: str
 ) -> Lesson | None:
@@ -271,7 +297,13 @@ def _confirm_each(*, lesson: Lesson, outcomes: list[Outcome], now) -> Lesson:
 
 @transaction.atomic(savepoint=False)
 def lesson_confirm_by_outcome(
-    *, lesson: Lesson, outcome: Outcome, now=None, locked: bool = False, twins: bool | None = None
+    *,
+    lesson: Lesson,
+    outcome: Outcome,
+    now=None,
+    locked: bool = False,
+    twins: bool | None = None,
+    attached: bool = False,
 ) -> Lesson | None:
     """A passed outcome supports ``lesson``: +test_passed once per outcome, then promotion.
 
@@ -280,12 +312,15 @@ def lesson_confirm_by_outcome(
     model's own word: an agent token's outcome only refreshes recency
     (self_report) and is never attached as evidence. ``locked`` and ``twins``
     are what the caller already knows (see ``evidence_apply`` and
-    ``lesson_promote_if_confirmed``).
+    ``lesson_promote_if_confirmed``); ``attached``: the caller has just written
+    this (lesson, outcome) link itself, new (see ``outcome_record``).
     """
     if outcome.channel != Channel.HARNESS:
         _self_report(target=lesson, outcome=outcome, now=now, locked=locked)
         return None
-    if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_SUPPORTS):
+    if not attached and not lesson_evidence_attach(
+        lesson=lesson, outcome=outcome, relation=_SUPPORTS
+    ):
         return None
     lesson = evidence_apply(
         target=lesson,
@@ -300,14 +335,17 @@ def lesson_confirm_by_outcome(
 
 @transaction.atomic(savepoint=False)
 def lesson_contradict_by_outcome(
-    *, lesson: Lesson, outcome: Outcome, now=None, locked: bool = False
+    *, lesson: Lesson, outcome: Outcome, now=None, locked: bool = False, attached: bool = False
 ) -> bool:
     """A failed outcome on the lesson's operation: -0.25 once, and maybe a demotion.
-    An agent token's outcome says nothing weighted (self_report: recency only)."""
+    An agent token's outcome says nothing weighted (self_report: recency only).
+    ``attached`` as for ``lesson_confirm_by_outcome``."""
     if outcome.channel != Channel.HARNESS:
         _self_report(target=lesson, outcome=outcome, now=now, locked=locked)
         return False
-    if not lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_CONTRADICTS):
+    if not attached and not lesson_evidence_attach(
+        lesson=lesson, outcome=outcome, relation=_CONTRADICTS
+    ):
         return False
     lesson = evidence_apply(
         target=lesson,

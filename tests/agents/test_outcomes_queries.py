@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Outcome
+from memory.models import ConfidenceChange, LessonEvidence, Outcome
 from tests.factories.lessons import LessonFactory, check, outcome_payload, step
 
 URL = "/api/v1/outcomes/"
@@ -34,7 +34,7 @@ def _warm(client, lesson):
     assert client.post(URL, _body(lesson, "warm"), format="json").status_code == 201
 
 
-def test_a_harness_outcome_confirming_a_lesson_is_seven_queries(
+def test_a_harness_outcome_confirming_a_lesson_is_six_queries(
     harness, lesson, django_assert_num_queries
 ):
     _warm(harness, lesson)
@@ -42,26 +42,60 @@ def test_a_harness_outcome_confirming_a_lesson_is_seven_queries(
     # 2 SAVEPOINT (BEGIN)
     # 3 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
     #   the same lesson" (the promotion check) as a column: read first, so the answer
-    #   is foreseen and stored with the row
-    # 4 INSERT the outcome, its id drawn from the sequence into its stored response, and
-    #   (a CTE of the same statement) INSERT ... ON CONFLICT DO NOTHING the project's
-    #   name from its remote (a project already named writes nothing; issue 16). A
-    #   retry loses here, on (agent, outcome_id)
-    # 5 INSERT ... ON CONFLICT DO NOTHING the lesson's evidence link
-    # 6 UPDATE the lesson's confidence and INSERT its ledger row, in one statement
-    # 7 RELEASE SAVEPOINT (COMMIT)
-    # The stored response was foreseen right: no UPDATE of it.
-    with django_assert_num_queries(7) as queries:
+    #   and the evidence link are foreseen
+    # 4 INSERT the outcome, its id drawn from the sequence into its stored answer, with
+    #   (CTEs of the same statement) INSERT ... ON CONFLICT DO NOTHING the project's
+    #   name from its remote (a project already named writes nothing; issue 16) and the
+    #   lesson's evidence link. A retry loses here, on (agent, outcome_id)
+    # 5 UPDATE the lesson's confidence and INSERT its ledger row, in one statement
+    # 6 RELEASE SAVEPOINT (COMMIT)
+    # The stored answer was foreseen right: no UPDATE of it.
+    with django_assert_num_queries(6) as queries:
         response = harness.post(URL, _body(lesson, "one"), format="json")
     assert response.status_code == 201
     body = response.json()
     assert body["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
     sql = [q["sql"] for q in queries.captured_queries]
     assert sql[2].startswith('SELECT "memory_lesson"') and "FOR NO KEY UPDATE" in sql[2]
-    assert "memory_projectlabel" in sql[3]
+    assert "memory_projectlabel" in sql[3] and "memory_lessonevidence" in sql[3]
     assert not [s for s in sql if s.startswith('UPDATE "memory_outcome"')]
     stored = Outcome.objects.get(pk=body["id"]).response
     assert stored == body
+    # One link, and the confidence moved once, by this outcome.
+    outcome = Outcome.objects.get(pk=body["id"])
+    assert list(LessonEvidence.objects.filter(outcome=outcome).values_list("lesson_id")) == [
+        (lesson.pk,)
+    ]
+    assert ConfidenceChange.objects.filter(evidence_id=f"outcome:{outcome.pk}").count() == 1
+
+
+def test_a_foreseen_link_attribution_does_not_make_is_taken_back(harness, lesson, monkeypatch):
+    """The safety net under the foresight: a link written with the row that attribution
+    then does not make (here, another project's lesson, foreseen wrongly on purpose)
+    is deleted in the same transaction, before anything else could use it."""
+    from memory.lessons import outcomes
+
+    elsewhere = LessonFactory(
+        workspace=lesson.workspace,
+        operation_key="pytest",
+        state="active",
+        scope="project",
+        project_digest="e" * 64,
+    )
+    monkeypatch.setattr(
+        outcomes,
+        "_foreseen_links",
+        lambda **_: {(elsewhere.pk, LessonEvidence.Relation.SUPPORTS)},
+    )
+    body = _body(lesson, "wrong")
+    body["in_play"].append({"type": "lesson", "id": elsewhere.pk})
+    response = harness.post(URL, body, format="json")
+    assert response.status_code == 201
+    answer = response.json()
+    assert answer["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
+    links = LessonEvidence.objects.filter(outcome_id=answer["id"])
+    assert sorted(links.values_list("lesson_id", flat=True)) == [lesson.pk]
+    assert not ConfidenceChange.objects.filter(target_type="lesson", target_id=elsewhere.pk)
 
 
 def test_a_stored_answer_foreseen_wrong_is_corrected(harness, lesson, django_assert_num_queries):
@@ -101,9 +135,9 @@ def test_an_agent_token_outcome_is_six_queries(api, harness, lesson, django_asse
 
 def test_an_idempotency_key_adds_four_queries(harness, lesson, django_assert_num_queries):
     _warm(harness, lesson)
-    # the seven above, and: pg_advisory_lock on (agent, key); SELECT the stored
+    # the six above, and: pg_advisory_lock on (agent, key); SELECT the stored
     # response; INSERT ... ON CONFLICT DO NOTHING the response; pg_advisory_unlock
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(10):
         response = harness.post(
             URL, _body(lesson, "one"), format="json", HTTP_IDEMPOTENCY_KEY="key-1"
         )
@@ -143,7 +177,7 @@ def test_as_production_runs_them_only_a_harness_outcome_opens_a_transaction(
         body = outcome_payload(outcome_id="bare", checks=[check(1, 0)])
         assert api.post(URL, body, format="json").status_code == 201
     # A harness outcome that confirms its lesson: all of it in one transaction.
-    with django_assert_num_queries(7) as queries:
+    with django_assert_num_queries(6) as queries:
         assert harness.post(URL, _body(lesson, "verified"), format="json").status_code == 201
     sql = [q["sql"] for q in queries.captured_queries]
     assert sql[1] == "BEGIN" and sql[-1] == "COMMIT"
