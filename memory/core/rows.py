@@ -1,11 +1,14 @@
-"""Inserting one model row through a statement written once per model.
+"""Hot-path rows through statements written once: inserts, and reads by a queryset.
 
 ``Model.objects.create`` builds and compiles the same INSERT on every call; on a
 hot path (an outcome per agent turn) that compiling cost more than the write.
 ``row_insert`` writes each field's value exactly as the ORM would (``pre_save``,
 so ``auto_now_add`` works; ``get_db_prep_save``, so JSON and times are adapted)
-into a statement made once per model. No ``pre_save``/``post_save`` signals are
-sent: use it only for models nothing listens to.
+into a statement made once per model. ``row_insert_keyed`` does the same in one
+statement with other writes (CTEs) and the new key written into a JSON field;
+``row_insert_for_each`` is such a CTE. No ``pre_save``/``post_save`` signals are
+sent: use them only for models nothing listens to. ``PreparedQuery`` reads what a
+queryset reads, compiled once.
 """
 
 from __future__ import annotations
