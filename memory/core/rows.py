@@ -87,7 +87,8 @@ def row_insert_keyed(
 
     ``also``: other data-modifying statements run in the same statement, as CTEs
     ``(name, SQL ending in RETURNING, parameters)``, each able to read the ones
-    before it; returns how many rows the one named ``count`` returned (0 without).
+    before it and the new key as ``(SELECT id FROM n)``; returns how many rows the
+    one named ``count`` returned (0 without).
     """
     head, body, fields = _insert_keyed(type(obj), key_into)
     values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
