@@ -35,8 +35,8 @@ def _confirmed_projects(lessons: list[Lesson]) -> set[str]:
     )
 
 
-def _equivalent_elsewhere(*, workspace_id, operation_key, normalized_text, project_digest):
-    """Live, active project lessons saying the same thing in another project."""
+def _equivalent(*, workspace_id, operation_key, normalized_text):
+    """Live, active project lessons saying the same thing, in any project."""
     return Lesson.objects.filter(
         workspace_id=workspace_id,
         operation_key=operation_key,
@@ -44,6 +44,13 @@ def _equivalent_elsewhere(*, workspace_id, operation_key, normalized_text, proje
         scope=LessonScope.PROJECT,
         state=LessonState.ACTIVE,
         superseded_by__isnull=True,
+    )
+
+
+def _equivalent_elsewhere(*, workspace_id, operation_key, normalized_text, project_digest):
+    """Live, active project lessons saying the same thing in another project."""
+    return _equivalent(
+        workspace_id=workspace_id, operation_key=operation_key, normalized_text=normalized_text
     ).exclude(project_digest=project_digest)
 
 
@@ -88,13 +95,10 @@ def lesson_promote_if_confirmed(
         ).exists()
     if not twins:
         return None  # the common case: no other project says the same thing
-    equivalent = Lesson.objects.filter(
+    equivalent = _equivalent(
         workspace_id=lesson.workspace_id,
         operation_key=lesson.operation_key,
         normalized_text=lesson.normalized_text,
-        scope=LessonScope.PROJECT,
-        state=LessonState.ACTIVE,
-        superseded_by__isnull=True,
     )
     members = list(equivalent.select_for_update().order_by("id"))
     projects = _confirmed_projects(members)
