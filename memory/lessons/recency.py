@@ -48,6 +48,7 @@ Pending = dict[type, dict[int, tuple[int, datetime]]]
 class _Gatherer:
     def __init__(self, *, background: bool = True):
         self.lock = threading.Lock()
+        self.writing = threading.Lock()  # one write at a time; exit waits for it
         self.pending: Pending = {}
         self.background = background  # False: only recency_flush() writes (tests)
         self.thread: threading.Thread | None = None
@@ -125,14 +126,16 @@ def recency_mark(*, targets: dict[type, set[int]], now: datetime) -> None:
 def recency_flush() -> int:
     """Write every pending mark now; returns how many rows were marked. On a database
     error the marks are kept for the next try and the error is raised."""
-    batch = _gatherer.take()
-    if not batch:
-        return 0
-    try:
-        return _write(batch)
-    except DatabaseError:
-        _gatherer.put_back(batch)
-        raise
+    gatherer = _gatherer
+    with gatherer.writing:
+        batch = gatherer.take()
+        if not batch:
+            return 0
+        try:
+            return _write(batch)
+        except DatabaseError:
+            gatherer.put_back(batch)
+            raise
 
 
 def _write(batch: Pending) -> int:

@@ -130,3 +130,14 @@ def test_the_later_time_wins_and_uses_add_up():
     recency._merge(pending, {Lesson: {1: (1, late), 2: (1, early)}})
     recency._merge(pending, {Lesson: {1: (2, early)}, Knowledge: {7: (1, early)}})
     assert pending == {Lesson: {1: (3, late), 2: (1, early)}, Knowledge: {7: (1, early)}}
+
+
+def test_what_is_pending_at_exit_is_written(agent, gatherer):
+    lesson = LessonFactory(workspace=agent.workspace, operation_key="pytest", state="active")
+    with override_settings(CAIRN_RECENCY_FLUSH_MS=200):
+        recency.recency_mark(targets={Lesson: {lesson.pk}}, now=timezone.now())
+        recency.recency_mark(targets={Lesson: {lesson.pk}}, now=timezone.now())
+    assert Lesson.objects.get(pk=lesson.pk).use_count == 0
+    recency._flush_at_exit()  # what the interpreter runs on a normal exit
+    assert Lesson.objects.get(pk=lesson.pk).use_count == 2
+    assert not gatherer.pending
