@@ -147,7 +147,7 @@ def project_label_from_remote_ctes(
 ) -> list[tuple[str, str, list]]:
     """Name a project after its remote when nobody has named it yet, audited like a
     person's label, as CTEs for a caller's statement (see ``row_insert_keyed``):
-    ``project_label`` (the label written, if any) and ``project_label_audit``. None
+    ``project_label`` (the label written, if any) and ``project_label_audit``; none
     when the remote names nothing.
 
     Only a missing label is written, so a person's label is never overwritten, and a
