@@ -85,7 +85,7 @@ class _Gatherer:
                 connection.close()  # idle: hold no database connection
                 continue
             try:
-                recency_flush()
+                _flush(self)
             except Exception:  # noqa: BLE001 - the thread must live on; the marks wait
                 logger.exception("recency: marks not written yet")
                 connection.close()  # a fresh connection next time
@@ -126,7 +126,10 @@ def recency_mark(*, targets: dict[type, set[int]], now: datetime) -> None:
 def recency_flush() -> int:
     """Write every pending mark now; returns how many rows were marked. On a database
     error the marks are kept for the next try and the error is raised."""
-    gatherer = _gatherer
+    return _flush(_gatherer)
+
+
+def _flush(gatherer: _Gatherer) -> int:
     with gatherer.writing:
         batch = gatherer.take()
         if not batch:
