@@ -102,7 +102,7 @@ def rows() -> list[tuple[str, str, str]]:
                 "2 with nothing in play (token, insert); 3 for an agent token's outcome with a "
                 "lesson in play (and the in-play read; its recency written with others' in the "
                 "background); "
-                "7 for a harness outcome confirming a lesson (11 with an Idempotency-Key), "
+                "6 for a harness outcome confirming its one lesson (10 with an Idempotency-Key), "
                 "pinned by tests/agents/test_outcomes_queries.py"))  # fmt: skip
     recall = _recall_default()
     if recall:
