@@ -30,18 +30,26 @@ def _insert(model: type[Model]) -> tuple[str, tuple[Field, ...]]:
             )
     quote = connection.ops.quote_name
     sql = (
-        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"INSERT INTO {quote(model._meta.db_table)} ({_columns(fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(pk.column)}"
     )
     return sql, fields
 
 
+def _columns(fields) -> str:
+    return ", ".join(connection.ops.quote_name(f.column) for f in fields)
+
+
+def _values(obj: Model, fields) -> list:
+    """Each field's value of ``obj`` as the ORM writes it (``pre_save`` for an insert)."""
+    return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+
+
 def row_insert(obj: Model) -> Model:
     """Insert ``obj`` (unsaved, its primary key left to the database); returns it saved."""
     sql, fields = _insert(type(obj))
-    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
     with connection.cursor() as cursor:
-        cursor.execute(sql, values)
+        cursor.execute(sql, _values(obj, fields))
         obj.pk = cursor.fetchone()[0]
     _saved(obj)
     return obj
@@ -71,38 +79,32 @@ def _insert_keyed(model: type[Model], key_into: str) -> tuple[str, str, tuple[Fi
         for f in fields
     ]
     body = (
-        f"INSERT INTO {quote(table)} ({quote(pk.column)}, "
-        f"{', '.join(quote(f.column) for f in fields)}) "
+        f"INSERT INTO {quote(table)} ({quote(pk.column)}, {_columns(fields)}) "
         f"VALUES ((SELECT id FROM n), {', '.join(values)}) RETURNING {quote(pk.column)}"
     )
     return head, body, fields
 
 
-def row_insert_keyed(
-    obj: Model, *, key_into: str, also: list[tuple[str, str, list]] = (), count: str = ""
-) -> int:
+def row_insert_keyed(obj: Model, *, key_into: str, also: list[tuple[str, str, list]] = ()) -> Model:
     """Insert ``obj`` as ``row_insert`` does, in one statement that also writes the new
     primary key under ``"id"`` in the JSON object of its field ``key_into`` (a stored
     answer that names its own row, written once instead of inserted then updated).
 
     ``also``: other data-modifying statements run in the same statement, as CTEs
     ``(name, SQL ending in RETURNING, parameters)``, each able to read the ones
-    before it and the new key as ``(SELECT id FROM n)``; returns how many rows the
-    one named ``count`` returned (0 without).
+    before it and the new key as ``(SELECT id FROM n)``. Returns ``obj``, saved.
     """
     head, body, fields = _insert_keyed(type(obj), key_into)
-    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
     params = []
     for name, sql, more in also:
         head += f", {name} AS ({sql})"
         params += more
-    body += f", (SELECT count(*) FROM {count})" if count else ", 0"
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH {head} {body}", [*params, *values])
-        obj.pk, counted = cursor.fetchone()
+        cursor.execute(f"WITH {head} {body}", [*params, *_values(obj, fields)])
+        obj.pk = cursor.fetchone()[0]
     getattr(obj, key_into)["id"] = obj.pk
     _saved(obj)
-    return counted
+    return obj
 
 
 def row_insert_for_each(obj: Model, *, source: str) -> tuple[str, list]:
@@ -110,13 +112,12 @@ def row_insert_for_each(obj: Model, *, source: str) -> tuple[str, list]:
     row of ``source``, a CTE of the caller's statement; ``RETURNING`` the new keys."""
     _, fields = _insert(type(obj))
     quote = connection.ops.quote_name
-    pk = type(obj)._meta.pk
     sql = (
-        f"INSERT INTO {quote(type(obj)._meta.db_table)} "
-        f"({', '.join(quote(f.column) for f in fields)}) "
-        f"SELECT {', '.join(['%s'] * len(fields))} FROM {source} RETURNING {quote(pk.column)}"
+        f"INSERT INTO {quote(type(obj)._meta.db_table)} ({_columns(fields)}) "
+        f"SELECT {', '.join(['%s'] * len(fields))} FROM {source} "
+        f"RETURNING {quote(type(obj)._meta.pk.column)}"
     )
-    return sql, [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    return sql, _values(obj, fields)
 
 
 class AnyOf(Lookup):
