@@ -115,6 +115,9 @@ class Attribution:
         if ref not in bucket:
             bucket.append(ref)
 
+    def note_effect(self, ref: dict, *, contradicts: bool) -> None:
+        self.note(self.contradicted if contradicts else self.confirmed, ref)
+
 
 def _stored_body(*, agent: Agent, outcome_id: str) -> dict | None:
     row = Outcome.objects.filter(agent=agent, outcome_id=outcome_id).only("response").first()
@@ -427,13 +430,13 @@ def _foreseen(*, outcome: Outcome, rows: InPlay) -> Attribution:
         seen.add(lesson.pk)
         effect = _lesson_effect(lesson=lesson, outcome=outcome, last=last)
         if effect is not None:
-            bucket = result.confirmed if effect == "confirms" else result.contradicted
-            result.note(bucket, {"type": "lesson", "id": lesson.pk})
+            result.note_effect(
+                {"type": "lesson", "id": lesson.pk}, contradicts=effect == "contradicts"
+            )
     for item in rows.items:
         kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
         if kind is not None:
-            bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
-            result.note(bucket, _knowledge_ref(item))
+            result.note_effect(_knowledge_ref(item), contradicts=kind == EvidenceKind.CONTRADICTION)
     return result
 
 
@@ -519,8 +522,7 @@ def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> N
             now=now,
             locked=True,  # evidence on one item never changes another
         )
-        bucket = result.contradicted if kind == EvidenceKind.CONTRADICTION else result.confirmed
-        result.note(bucket, _knowledge_ref(item))
+        result.note_effect(_knowledge_ref(item), contradicts=kind == EvidenceKind.CONTRADICTION)
 
 
 def _knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, str]) -> str | None:
