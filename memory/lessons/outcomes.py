@@ -30,7 +30,8 @@ from memory.identity.projects import (
 from memory.identity.services import GOAL_TEXT_SETTING
 from memory.lessons.evidence import evidence_apply
 from memory.lessons.promotion import promotion_twins_exist
-from memory.lessons.recency import recency_mark
+from memory.lessons.recency import recency_mark, recency_report
+from memory.lessons.self_report import InPlayReport, knowledge_effect, lesson_effect
 from memory.lessons.services import (
     lesson_confirm_by_outcome,
     lesson_contradict_by_outcome,
@@ -54,10 +55,8 @@ from memory.models import (
     KnowledgeStatus,
     Lesson,
     LessonEvidence,
-    LessonScope,
     LessonState,
     Outcome,
-    StepOutcome,
     Workspace,
 )
 from memory.skills.trust import trust_samples_from_outcome
@@ -102,8 +101,8 @@ class Attribution:
     confirmed: list[dict]
     contradicted: list[dict]
     lessons_created: list[int]
-    # What an agent token's outcome (the model's own word) had in play on its own
-    # operation: recency only, marked after the commit (``memory.lessons.recency``).
+    # Lessons an agent token's outcome (the model's own word) met when it learned from
+    # its approach: recency only, marked after the commit (``memory.lessons.recency``).
     self_reported: dict[type, set[int]] = field(default_factory=dict)
     # (lesson id, relation) evidence links this outcome made, and those written with
     # its row because they were foreseen (``lesson_evidence_links_cte``).
@@ -252,10 +251,13 @@ def outcome_record(
         return stored, False
     # After the commit: gathered with other outcomes' marks and written together in the
     # background (memory.lessons.recency), so outcomes naming the same lesson never
-    # hold its row. The outcome is stored by now, so a failure here is logged, not
+    # hold its row; an agent token's in-play rows are read there too, with others'. The outcome is stored by now, so a failure here is logged, not
     # answered as a 500 the client would retry.
     try:
         recency_mark(targets=result.self_reported, now=result.now)
+        if outcome.channel != Channel.HARNESS and outcome.passed is not None and outcome.in_play:
+            last = operations_last_result(outcome.approach)
+            recency_report(InPlayReport(outcome=outcome, last=last, at=result.now))
     except DatabaseError:
         if connection.in_atomic_block:  # a caller's transaction: it must know
             raise
@@ -323,36 +325,36 @@ def _body(*, outcome: Outcome, result: Attribution, kept: bool) -> dict:
     }
 
 
-def _in_play_lessons(*, locked: bool):
+def _in_play_lessons():
     def build(workspace_id, ids):
-        rows = Lesson.objects.filter(workspace_id=workspace_id, pk__any=ids)
-        if locked:
-            rows = rows.select_for_update(no_key=True, of=("self",)).annotate(
-                twins=promotion_twins_exist()
-            )
-        return rows.order_by("pk")
-
-    return PreparedQuery(build, ints=("workspace_id",), lists=("ids",))
-
-
-def _in_play_knowledge(*, locked: bool):
-    def build(workspace_id, ids):
-        rows = Knowledge.objects.filter(
-            workspace_id=workspace_id,
-            pk__any=ids,
-            status=KnowledgeStatus.ACTIVE,
-            superseded_by__isnull=True,
+        return (
+            Lesson.objects.filter(workspace_id=workspace_id, pk__any=ids)
+            .select_for_update(no_key=True, of=("self",))
+            .annotate(twins=promotion_twins_exist())
+            .order_by("pk")
         )
-        if locked:
-            rows = rows.select_for_update(no_key=True, of=("self",))
-        return rows.order_by("id")
 
     return PreparedQuery(build, ints=("workspace_id",), lists=("ids",))
 
 
-# What an outcome had in play, read once per outcome: compiled once per process.
-_LESSONS, _LESSONS_LOCKED = _in_play_lessons(locked=False), _in_play_lessons(locked=True)
-_KNOWLEDGE, _KNOWLEDGE_LOCKED = _in_play_knowledge(locked=False), _in_play_knowledge(locked=True)
+def _in_play_knowledge():
+    def build(workspace_id, ids):
+        return (
+            Knowledge.objects.filter(
+                workspace_id=workspace_id,
+                pk__any=ids,
+                status=KnowledgeStatus.ACTIVE,
+                superseded_by__isnull=True,
+            )
+            .select_for_update(no_key=True, of=("self",))
+            .order_by("id")
+        )
+
+    return PreparedQuery(build, ints=("workspace_id",), lists=("ids",))
+
+
+# What a harness outcome had in play, read once per outcome: compiled once per process.
+_LESSONS_LOCKED, _KNOWLEDGE_LOCKED = _in_play_lessons(), _in_play_knowledge()
 
 
 @dataclass
@@ -365,47 +367,28 @@ class InPlay:
 
 
 def _in_play_read(*, outcome: Outcome) -> InPlay:
-    """The in-play lessons and knowledge items, each read in one query.
+    """A harness outcome's in-play lessons and knowledge items, each read in one query
+    and locked (``FOR NO KEY UPDATE``, in id order, lessons before knowledge items: it
+    does not block other transactions' evidence links to the same rows), so applying
+    evidence needs no second read.
 
-    A harness outcome's are locked (``FOR NO KEY UPDATE``, in id order, lessons
-    before knowledge items: it does not block other transactions' evidence links to
-    the same rows), so applying evidence needs no second read. An agent token's
-    outcome moves nothing but recency, so its rows are read without a lock.
-    Nothing is read for an outcome without a verdict: it is attributed to nothing.
+    Nothing is read for an agent token's outcome: it moves nothing but recency, which
+    its ``InPlayReport`` marks after the commit (memory.lessons.self_report). Nor for
+    an outcome without a verdict: it is attributed to nothing.
     """
-    if outcome.passed is None:
+    if outcome.passed is None or outcome.channel != Channel.HARNESS:
         return InPlay()
-    verified = outcome.channel == Channel.HARNESS
     lesson_ids = sorted({r["id"] for r in outcome.in_play if r["type"] == "lesson"})
     knowledge_ids = sorted(
         {r["id"] for r in outcome.in_play if r["type"] in ("knowledge", "error")}
     )
     rows = InPlay()
     if lesson_ids:
-        read = _LESSONS_LOCKED if verified else _LESSONS
-        rows.lessons = read.rows(workspace_id=outcome.workspace_id, ids=lesson_ids)
+        rows.lessons = _LESSONS_LOCKED.rows(workspace_id=outcome.workspace_id, ids=lesson_ids)
         rows.lessons.sort(key=lambda row: (row.created_at, row.pk), reverse=True)
     if knowledge_ids:
-        read = _KNOWLEDGE_LOCKED if verified else _KNOWLEDGE
-        rows.items = read.rows(workspace_id=outcome.workspace_id, ids=knowledge_ids)
+        rows.items = _KNOWLEDGE_LOCKED.rows(workspace_id=outcome.workspace_id, ids=knowledge_ids)
     return rows
-
-
-def _lesson_effect(*, lesson: Lesson, outcome: Outcome, last: dict[str, str]) -> str | None:
-    """What an outcome says about a live in-play lesson: "confirms", "contradicts" or None.
-
-    Another project's lesson is neither credited nor blamed here; otherwise a passed
-    outcome whose run of the lesson's operation ended ok confirms it, and a failed one
-    whose run failed contradicts it.
-    """
-    if lesson.scope == LessonScope.PROJECT and lesson.project_digest != outcome.project_digest:
-        return None
-    op_result = last.get(lesson.operation_key)
-    if outcome.passed is True and op_result == StepOutcome.OK:
-        return "confirms"
-    if outcome.passed is False and op_result == StepOutcome.FAILED:
-        return "contradicts"
-    return None
 
 
 def _knowledge_ref(item: Knowledge) -> dict:
@@ -414,8 +397,8 @@ def _knowledge_ref(item: Knowledge) -> dict:
 
 def _foreseen(*, outcome: Outcome, rows: InPlay) -> Attribution:
     """What ``_attribute`` will most likely answer, from the rows alone: a harness
-    outcome confirms or contradicts what it had in play as ``_lesson_effect`` and
-    ``_knowledge_effect`` say. A lesson superseded since it was put in play is left
+    outcome confirms or contradicts what it had in play as ``lesson_effect`` and
+    ``knowledge_effect`` say. A lesson superseded since it was put in play is left
     to its head (read by ``_attribute``); the stored answer is corrected if need be."""
     result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
     if outcome.channel != Channel.HARNESS:
@@ -428,13 +411,13 @@ def _foreseen(*, outcome: Outcome, rows: InPlay) -> Attribution:
         if lesson.pk in seen or lesson.state == LessonState.RETIRED:
             continue
         seen.add(lesson.pk)
-        effect = _lesson_effect(lesson=lesson, outcome=outcome, last=last)
+        effect = lesson_effect(lesson=lesson, outcome=outcome, last=last)
         if effect is not None:
             result.note_effect(
                 {"type": "lesson", "id": lesson.pk}, contradicts=effect == "contradicts"
             )
     for item in rows.items:
-        kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
+        kind = knowledge_effect(item=item, passed=outcome.passed, last=last)
         if kind is not None:
             result.note_effect(_knowledge_ref(item), contradicts=kind == EvidenceKind.CONTRADICTION)
     return result
@@ -456,18 +439,15 @@ def _foreseen_links(*, foreseen: Attribution, rows: InPlay) -> set[tuple[int, st
 
 
 def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> None:
-    """Scoped attribution: only what was in play, only on its own operation.
+    """Scoped attribution of a harness outcome: only what was in play, only on its own
+    operation (``lesson_effect``, ``knowledge_effect``).
 
-    ``rows`` were read (and locked) by ``_in_play_read`` in this transaction. A
-    lesson read that way is current only until weighted evidence lands on another
-    one (a promotion, demotion, activation or retirement can change it): from then
-    on each lesson is re-read as before.
-
-    An agent token's outcome moves nothing but recency: what it touched goes to
-    ``result.self_reported``, marked after the commit (``memory.lessons.recency``):
-    outcomes naming the same lesson never queue on its row.
+    ``rows`` were read and locked by ``_in_play_read`` in this transaction. A lesson
+    read that way is current only until weighted evidence lands on another one (a
+    promotion, demotion, activation or retirement can change it): from then on each
+    lesson is re-read as before. An agent token's outcome has no rows here: its
+    ``InPlayReport`` marks recency after the commit.
     """
-    verified = outcome.channel == Channel.HARNESS
     last = operations_last_result(outcome.approach)
     seen: set[int] = set()
     fresh = True  # the rows read are still current
@@ -478,10 +458,8 @@ def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> N
         if lesson.pk in seen or lesson.state == LessonState.RETIRED:
             continue
         seen.add(lesson.pk)
-        effect = _lesson_effect(lesson=lesson, outcome=outcome, last=last)
-        if effect is not None and not verified:
-            result.self_reported.setdefault(Lesson, set()).add(lesson.pk)
-        elif effect == "confirms":
+        effect = lesson_effect(lesson=lesson, outcome=outcome, last=last)
+        if effect == "confirms":
             link = (lesson.pk, LessonEvidence.Relation.SUPPORTS)
             holder = lesson_confirm_by_outcome(
                 lesson=lesson,
@@ -508,11 +486,8 @@ def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> N
                 result.note(result.contradicted, {"type": "lesson", "id": lesson.pk})
                 fresh = False
     for item in rows.items:
-        kind = _knowledge_effect(item=item, passed=outcome.passed, last=last)
+        kind = knowledge_effect(item=item, passed=outcome.passed, last=last)
         if kind is None:
-            continue
-        if not verified:
-            result.self_reported.setdefault(Knowledge, set()).add(item.pk)
             continue
         evidence_apply(
             target=item,
@@ -523,31 +498,3 @@ def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> N
             locked=True,  # evidence on one item never changes another
         )
         result.note_effect(_knowledge_ref(item), contradicts=kind == EvidenceKind.CONTRADICTION)
-
-
-def _knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, str]) -> str | None:
-    """What an outcome says about an in-play knowledge item (None: nothing).
-
-    - An error item warns that its operation fails. In a passed outcome it is
-      confirmed when that operation failed again and contradicted when it
-      worked; a failed outcome says nothing about it.
-    - Other items with an operation are treated like lessons: confirmed by a
-      passed outcome where the operation worked, contradicted by a failed one
-      where it failed.
-    - Items without an operation are confirmed by a passed outcome and never
-      contradicted by one: a fact is not blamed for a failing test.
-    """
-    op_result = last.get(item.operation_key) if item.operation_key else None
-    if item.category == Category.ERROR and item.operation_key:
-        if passed is True and op_result == StepOutcome.FAILED:
-            return EvidenceKind.TEST_PASSED
-        if passed is True and op_result == StepOutcome.OK:
-            return EvidenceKind.CONTRADICTION
-        return None
-    if item.operation_key:
-        if passed is True and op_result == StepOutcome.OK:
-            return EvidenceKind.TEST_PASSED
-        if passed is False and op_result == StepOutcome.FAILED:
-            return EvidenceKind.CONTRADICTION
-        return None
-    return EvidenceKind.TEST_PASSED if passed is True else None

@@ -141,3 +141,63 @@ def test_what_is_pending_at_exit_is_written(agent, gatherer):
     recency._flush_at_exit()  # what the interpreter runs on a normal exit
     assert Lesson.objects.get(pk=lesson.pk).use_count == 2
     assert not gatherer.pending
+
+
+def test_an_agent_outcomes_in_play_rows_are_read_by_the_writer_with_the_same_rules(agent, gatherer):
+    """An agent token's outcome reads nothing it had in play on the request path; the
+    writer reads the rows later and marks only what the outcome speaks of: the
+    current version of a lesson on its own operation, in its workspace and project,
+    not retired, and active knowledge items."""
+    from django.db import connection as conn
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.factories.identity import AgentFactory
+    from tests.factories.lessons import digest, passed_payload
+
+    ws = agent.workspace
+    own = LessonFactory(workspace=ws, state="active")
+    other_op = LessonFactory(workspace=ws, operation_key="ruff", state="active")
+    elsewhere = LessonFactory(state="active")  # another workspace's
+    retired = LessonFactory(workspace=ws, state="retired", retired_by="system")
+    head = LessonFactory(workspace=ws, state="active")
+    old = LessonFactory(workspace=ws, superseded_by=head, supersede_reason="edited")
+    other_project = LessonFactory(
+        workspace=ws, state="active", project_digest=digest("https://github.com/x/y.git")
+    )
+    item = KnowledgeFactory(workspace=ws)
+    archived = KnowledgeFactory(workspace=ws, status="archived")
+    foreign_item = KnowledgeFactory(workspace=AgentFactory().workspace)
+    lessons = [own, other_op, elsewhere, retired, old, other_project]
+    items = [item, archived, foreign_item]
+    in_play = [{"type": "lesson", "id": row.pk} for row in lessons] + [
+        {"type": "knowledge", "id": row.pk} for row in items
+    ]
+    client = api_client(agent, scope="agent")
+    with override_settings(CAIRN_RECENCY_FLUSH_MS=200), CaptureQueriesContext(conn) as queries:
+        response = client.post(URL, passed_payload(in_play=in_play), format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["confirmed"] == []
+    read = [q["sql"] for q in queries.captured_queries if "memory_lesson" in q["sql"]]
+    assert not read  # nothing of what it had in play, on the request path
+    assert len(gatherer.reports) == 1
+
+    # The writer cannot reach the database: the report waits, unresolved.
+    with _row_held(own.pk), pytest.raises(DatabaseError):
+        recency.recency_flush()
+    assert len(gatherer.reports) == 1
+    assert Lesson.objects.get(pk=own.pk).use_count == 0
+
+    assert recency.recency_flush() == 3  # own, head and item
+    assert not gatherer.reports and recency.recency_flush() == 0
+    uses = dict(Lesson.objects.values_list("pk", "use_count"))
+    assert {row.pk: uses[row.pk] for row in [*lessons, head]} == {
+        own.pk: 1,
+        other_op.pk: 0,
+        elsewhere.pk: 0,
+        retired.pk: 0,
+        old.pk: 0,
+        head.pk: 1,
+        other_project.pk: 0,
+    }
+    uses = dict(Knowledge.objects.values_list("pk", "use_count"))
+    assert [uses[row.pk] for row in items] == [1, 0, 0]

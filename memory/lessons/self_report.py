@@ -1,0 +1,121 @@
+"""What an outcome says about what it had in play, and an agent token's outcome's
+report of it.
+
+``lesson_effect`` and ``knowledge_effect`` are the attribution rules (SPEC section 4:
+only what was in play, only on its own operation), used by ``outcome_record`` for a
+harness outcome's weighted evidence and by ``InPlayReport`` for an agent token's.
+
+An agent token's outcome (the model's own word) moves nothing but recency, so it does
+not read its in-play rows on the request path: ``InPlayReport`` goes to the recency
+writer (memory.lessons.recency), which reads the rows of every report gathered since
+in one query a model and asks each report which rows it marks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.lessons.selectors import lesson_head
+from memory.models import (
+    Category,
+    EvidenceKind,
+    Knowledge,
+    KnowledgeStatus,
+    Lesson,
+    LessonScope,
+    LessonState,
+    Outcome,
+    StepOutcome,
+)
+
+
+def lesson_effect(*, lesson: Lesson, outcome: Outcome, last: dict[str, str]) -> str | None:
+    """What an outcome says about a live in-play lesson: "confirms", "contradicts" or None.
+
+    Another project's lesson is neither credited nor blamed here; otherwise a passed
+    outcome whose run of the lesson's operation ended ok confirms it, and a failed one
+    whose run failed contradicts it.
+    """
+    if lesson.scope == LessonScope.PROJECT and lesson.project_digest != outcome.project_digest:
+        return None
+    op_result = last.get(lesson.operation_key)
+    if outcome.passed is True and op_result == StepOutcome.OK:
+        return "confirms"
+    if outcome.passed is False and op_result == StepOutcome.FAILED:
+        return "contradicts"
+    return None
+
+
+def knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, str]) -> str | None:
+    """What an outcome says about an in-play knowledge item (None: nothing).
+
+    - An error item warns that its operation fails. In a passed outcome it is
+      confirmed when that operation failed again and contradicted when it
+      worked; a failed outcome says nothing about it.
+    - Other items with an operation are treated like lessons: confirmed by a
+      passed outcome where the operation worked, contradicted by a failed one
+      where it failed.
+    - Items without an operation are confirmed by a passed outcome and never
+      contradicted by one: a fact is not blamed for a failing test.
+    """
+    op_result = last.get(item.operation_key) if item.operation_key else None
+    if item.category == Category.ERROR and item.operation_key:
+        if passed is True and op_result == StepOutcome.FAILED:
+            return EvidenceKind.TEST_PASSED
+        if passed is True and op_result == StepOutcome.OK:
+            return EvidenceKind.CONTRADICTION
+        return None
+    if item.operation_key:
+        if passed is True and op_result == StepOutcome.OK:
+            return EvidenceKind.TEST_PASSED
+        if passed is False and op_result == StepOutcome.FAILED:
+            return EvidenceKind.CONTRADICTION
+        return None
+    return EvidenceKind.TEST_PASSED if passed is True else None
+
+
+@dataclass(frozen=True)
+class InPlayReport:
+    """An agent token's outcome's in-play lessons and knowledge items, marked (one use,
+    at ``at``) where the outcome speaks of them: each lesson's current version unless
+    retired, each active item, in the outcome's workspace, on its own operation."""
+
+    outcome: Outcome
+    last: dict[str, str]
+    at: datetime
+
+    def wanted(self) -> dict[type, set[int]]:
+        refs = self.outcome.in_play
+        return {
+            Lesson: {r["id"] for r in refs if r["type"] == "lesson"},
+            Knowledge: {r["id"] for r in refs if r["type"] in ("knowledge", "error")},
+        }
+
+    def marks(self, rows: dict[type, dict]) -> dict[type, set[int]]:
+        if self.outcome.passed is None:
+            return {}
+        wanted, mine = self.wanted(), self.outcome.workspace_id
+        lessons, items = rows.get(Lesson, {}), rows.get(Knowledge, {})
+        marked: dict[type, set[int]] = {Lesson: set(), Knowledge: set()}
+        for pk in wanted[Lesson]:
+            lesson = lessons.get(pk)
+            if lesson is None or lesson.workspace_id != mine:
+                continue
+            lesson = lesson_head(lesson=lesson)
+            if lesson.state == LessonState.RETIRED:
+                continue
+            if lesson_effect(lesson=lesson, outcome=self.outcome, last=self.last) is not None:
+                marked[Lesson].add(lesson.pk)
+        for pk in wanted[Knowledge]:
+            item = items.get(pk)
+            if (
+                item is None
+                or item.workspace_id != mine
+                or item.status != KnowledgeStatus.ACTIVE
+                or item.superseded_by_id is not None
+            ):
+                continue
+            if knowledge_effect(item=item, passed=self.outcome.passed, last=self.last):
+                marked[Knowledge].add(item.pk)
+        return marked
