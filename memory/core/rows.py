@@ -110,14 +110,20 @@ def row_insert_keyed(obj: Model, *, key_into: str, also: list[tuple[str, str, li
 def row_insert_for_each(obj: Model, *, source: str) -> tuple[str, list]:
     """SQL and parameters inserting ``obj`` (as ``row_insert`` writes it) once for each
     row of ``source``, a CTE of the caller's statement; ``RETURNING`` the new keys."""
-    _, fields = _insert(type(obj))
+    sql, fields = _insert_for_each(type(obj), source)
+    return sql, _values(obj, fields)
+
+
+@functools.cache
+def _insert_for_each(model: type[Model], source: str) -> tuple[str, tuple[Field, ...]]:
+    _, fields = _insert(model)
     quote = connection.ops.quote_name
     sql = (
-        f"INSERT INTO {quote(type(obj)._meta.db_table)} ({_columns(fields)}) "
+        f"INSERT INTO {quote(model._meta.db_table)} ({_columns(fields)}) "
         f"SELECT {', '.join(['%s'] * len(fields))} FROM {source} "
-        f"RETURNING {quote(type(obj)._meta.pk.column)}"
+        f"RETURNING {quote(model._meta.pk.column)}"
     )
-    return sql, _values(obj, fields)
+    return sql, fields
 
 
 class AnyOf(Lookup):
