@@ -99,9 +99,9 @@ def rows() -> list[tuple[str, str, str]]:
                     f"{a['outcomes_per_s']} (load {a['load_average_at_start'][0]})",
                 ))  # fmt: skip
     out.append(("queries per outcome", BEFORE["queries per outcome"],
-                "2 with nothing in play (token, insert); 3 for an agent token's outcome with a "
-                "lesson in play (and the in-play read; its recency written with others' in the "
-                "background); "
+                "2 with nothing in play (token, insert), and for an agent token's outcome with "
+                "a lesson in play (what it named read and its recency written with others' in "
+                "the background); "
                 "6 for a harness outcome confirming its one lesson (10 with an Idempotency-Key), "
                 "pinned by tests/agents/test_outcomes_queries.py"))  # fmt: skip
     recall = _recall_default()
