@@ -99,7 +99,7 @@ def confidence_apply(
     if cause not in ConfidenceCause.values:
         raise ValueError(f"unknown cause {cause!r}")
     target_type = target_type_of(target)
-    new = round(min(1.0, max(0.0, float(new))), 6)
+    new = _stored(new)
     before = float(target.confidence)
     if abs(new - before) < _EPSILON:
         return None
@@ -166,6 +166,18 @@ def evidence_effect(*, kind: str, target: Lesson | Knowledge) -> float:
         # A person's rule: agents' reports may lower it, never below the recall floor.
         new = max(new, min(before, settings.CAIRN_RECALL_FLOOR))
     return new
+
+
+def evidence_moves(*, kind: str, target: Lesson | Knowledge) -> bool:
+    """Whether one piece of evidence of ``kind`` would change ``target``'s confidence
+    (``confidence_apply`` writes nothing when it would not: a confirmation of a lesson
+    already at its ceiling)."""
+    return abs(_stored(evidence_effect(kind=kind, target=target)) - target.confidence) >= _EPSILON
+
+
+def _stored(confidence: float) -> float:
+    """A confidence as the ledger and the row keep it."""
+    return round(min(1.0, max(0.0, float(confidence))), 6)
 
 
 def evidence_is_positive(kind: str, target_type: str) -> bool:

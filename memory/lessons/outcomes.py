@@ -28,7 +28,7 @@ from memory.identity.projects import (
     target_relativize,
 )
 from memory.identity.services import GOAL_TEXT_SETTING
-from memory.lessons.evidence import evidence_apply
+from memory.lessons.evidence import evidence_apply, evidence_moves
 from memory.lessons.promotion import promotion_twins_exist
 from memory.lessons.recency import recency_mark, recency_report
 from memory.lessons.self_report import InPlayReport, knowledge_effect, lesson_effect
@@ -205,20 +205,29 @@ def outcome_record(
     )
     # An outcome that writes nothing after its own row is one statement, and needs no
     # transaction of its own (no BEGIN and COMMIT round trips): any agent token's
-    # outcome that learns nothing, any outcome with nothing in play. Inside a caller's
+    # outcome that learns nothing, any outcome with nothing in play, a harness outcome
+    # confirming lessons already at their ceiling (``_quiet``). Inside a caller's
     # transaction it still takes a savepoint, so a retry's unique violation is survived.
-    alone = not _writes_after_insert(outcome) and not connection.in_atomic_block
+    rows, foreseen = InPlay(), None
+    if _may_be_quiet(outcome):
+        rows = _in_play_read(outcome=outcome, locked=False)
+        foreseen = _foresee(outcome=outcome, rows=rows)
+        if not _quiet(rows=rows, foreseen=foreseen):
+            foreseen = None
+    quiet = foreseen is not None
+    alone = (quiet or not _writes_after_insert(outcome)) and not connection.in_atomic_block
     try:
         with nullcontext() if alone else transaction.atomic():
-            # What it had in play is read (and for a harness outcome locked) first, so
-            # the answer it will give can be foreseen and stored with the row: then it
-            # is written once, and updated only when attribution turns out otherwise
-            # (a promotion on the way, a lesson learned from the approach).
-            rows = _in_play_read(outcome=outcome)
-            foreseen = _foreseen(outcome=outcome, rows=rows)
+            # What it had in play is read (and for a harness outcome that writes to it,
+            # locked) first, so the answer it will give can be foreseen and stored with
+            # the row: then it is written once, and updated only when attribution turns
+            # out otherwise (a promotion on the way, a lesson learned from the approach).
+            if not quiet:
+                rows = _in_play_read(outcome=outcome)
+                foreseen = _foresee(outcome=outcome, rows=rows)
             outcome.response = _body(outcome=outcome, result=foreseen, kept=keep_goal_text)
             result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
-            result.prelinked = _foreseen_links(foreseen=foreseen, rows=rows)
+            result.prelinked = foreseen.prelinked
             # The row, its project's name if it has none yet and that name's audit row,
             # and the evidence links its in-play lessons will get.
             row_insert_keyed(
@@ -234,7 +243,10 @@ def outcome_record(
                     *lesson_evidence_links_cte(links=sorted(result.prelinked), now=result.now),
                 ],
             )
-            _apply(outcome=outcome, result=result, rows=rows)
+            if quiet:  # attribution is what was foreseen, written with the row
+                result = foreseen
+            else:
+                _apply(outcome=outcome, result=result, rows=rows)
             body = _body(outcome=outcome, result=result, kept=keep_goal_text)
             if body != outcome.response:
                 outcome.response = body
@@ -251,8 +263,9 @@ def outcome_record(
         return stored, False
     # After the commit: gathered with other outcomes' marks and written together in the
     # background (memory.lessons.recency), so outcomes naming the same lesson never
-    # hold its row; an agent token's in-play rows are read there too, with others'. The outcome is stored by now, so a failure here is logged, not
-    # answered as a 500 the client would retry.
+    # hold its row; an agent token's in-play rows are read there too, with others'.
+    # The outcome is stored by now, so a failure here is logged, not answered as a 500
+    # the client would retry.
     try:
         recency_mark(targets=result.self_reported, now=result.now)
         if outcome.channel != Channel.HARNESS and outcome.passed is not None and outcome.in_play:
@@ -325,14 +338,12 @@ def _body(*, outcome: Outcome, result: Attribution, kept: bool) -> dict:
     }
 
 
-def _in_play_lessons():
+def _in_play_lessons(*, locked: bool):
     def build(workspace_id, ids):
-        return (
-            Lesson.objects.filter(workspace_id=workspace_id, pk__any=ids)
-            .select_for_update(no_key=True, of=("self",))
-            .annotate(twins=promotion_twins_exist())
-            .order_by("pk")
-        )
+        rows = Lesson.objects.filter(workspace_id=workspace_id, pk__any=ids)
+        if locked:
+            rows = rows.select_for_update(no_key=True, of=("self",))
+        return rows.annotate(twins=promotion_twins_exist()).order_by("pk")
 
     return PreparedQuery(build, ints=("workspace_id",), lists=("ids",))
 
@@ -354,7 +365,8 @@ def _in_play_knowledge():
 
 
 # What a harness outcome had in play, read once per outcome: compiled once per process.
-_LESSONS_LOCKED, _KNOWLEDGE_LOCKED = _in_play_lessons(), _in_play_knowledge()
+_LESSONS, _LESSONS_LOCKED = _in_play_lessons(locked=False), _in_play_lessons(locked=True)
+_KNOWLEDGE_LOCKED = _in_play_knowledge()
 
 
 @dataclass
@@ -366,11 +378,13 @@ class InPlay:
     items: list[Knowledge] = field(default_factory=list)
 
 
-def _in_play_read(*, outcome: Outcome) -> InPlay:
-    """A harness outcome's in-play lessons and knowledge items, each read in one query
-    and locked (``FOR NO KEY UPDATE``, in id order, lessons before knowledge items: it
-    does not block other transactions' evidence links to the same rows), so applying
-    evidence needs no second read.
+def _in_play_read(*, outcome: Outcome, locked: bool = True) -> InPlay:
+    """A harness outcome's in-play lessons and knowledge items, each read in one query.
+
+    ``locked`` (``FOR NO KEY UPDATE``, in id order, lessons before knowledge items: it
+    does not block other transactions' evidence links to the same rows): applying
+    evidence then needs no second read. Unlocked, for ``_quiet`` to tell whether
+    anything will be written to them at all.
 
     Nothing is read for an agent token's outcome: it moves nothing but recency, which
     its ``InPlayReport`` marks after the commit (memory.lessons.self_report). Nor for
@@ -384,11 +398,44 @@ def _in_play_read(*, outcome: Outcome) -> InPlay:
     )
     rows = InPlay()
     if lesson_ids:
-        rows.lessons = _LESSONS_LOCKED.rows(workspace_id=outcome.workspace_id, ids=lesson_ids)
+        read = _LESSONS_LOCKED if locked else _LESSONS
+        rows.lessons = read.rows(workspace_id=outcome.workspace_id, ids=lesson_ids)
         rows.lessons.sort(key=lambda row: (row.created_at, row.pk), reverse=True)
     if knowledge_ids:
         rows.items = _KNOWLEDGE_LOCKED.rows(workspace_id=outcome.workspace_id, ids=knowledge_ids)
     return rows
+
+
+def _may_be_quiet(outcome: Outcome) -> bool:
+    """A harness outcome with a verdict whose only in-play rows are lessons and that
+    learns nothing from its approach: it may write nothing but its row and its lessons'
+    evidence links (``_quiet``)."""
+    if outcome.channel != Channel.HARNESS or outcome.passed is None or not outcome.in_play:
+        return False
+    if any(r["type"] != "lesson" for r in outcome.in_play):
+        return False
+    return not (outcome.passed is True and mechanical_pairs(outcome.approach))
+
+
+def _quiet(*, rows: InPlay, foreseen: Attribution) -> bool:
+    """Whether attributing the outcome to ``rows`` (read without a lock) writes nothing
+    but the evidence links foreseen with its row: every lesson it confirms is active,
+    current, already at its ceiling and has no twin to be promoted with, and it
+    contradicts none. Then no lesson row is written, so none is locked: outcomes
+    confirming a lesson many agents use (the one at its ceiling) do not queue on it.
+    The outcome counts as applied when its lessons were read, as if it had committed
+    just then: what changes them later applies after it."""
+    for lesson in rows.lessons:
+        ref = {"type": "lesson", "id": lesson.pk}
+        if lesson.superseded_by_id is not None or ref in foreseen.contradicted:
+            return False
+        if ref in foreseen.confirmed and (
+            lesson.state != LessonState.ACTIVE
+            or (lesson.pk, LessonEvidence.Relation.SUPPORTS) not in foreseen.prelinked
+            or evidence_moves(kind=EvidenceKind.TEST_PASSED, target=lesson)
+        ):
+            return False
+    return True
 
 
 def _knowledge_ref(item: Knowledge) -> dict:
@@ -421,6 +468,13 @@ def _foreseen(*, outcome: Outcome, rows: InPlay) -> Attribution:
         if kind is not None:
             result.note_effect(_knowledge_ref(item), contradicts=kind == EvidenceKind.CONTRADICTION)
     return result
+
+
+def _foresee(*, outcome: Outcome, rows: InPlay) -> Attribution:
+    """``_foreseen``, with the evidence links it makes for certain as ``prelinked``."""
+    foreseen = _foreseen(outcome=outcome, rows=rows)
+    foreseen.prelinked = _foreseen_links(foreseen=foreseen, rows=rows)
+    return foreseen
 
 
 def _foreseen_links(*, foreseen: Attribution, rows: InPlay) -> set[tuple[int, str]]:

@@ -8,8 +8,9 @@ write (at most once a minute per token) is kept out by a first post.
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 
-from memory.models import ConfidenceChange, LessonEvidence, Outcome
+from memory.models import ConfidenceChange, Lesson, LessonEvidence, Outcome
 from tests.factories.lessons import LessonFactory, check, outcome_payload, step
 
 URL = "/api/v1/outcomes/"
@@ -34,30 +35,33 @@ def _warm(client, lesson):
     assert client.post(URL, _body(lesson, "warm"), format="json").status_code == 201
 
 
-def test_a_harness_outcome_confirming_a_lesson_is_six_queries(
+def test_a_harness_outcome_moving_a_lesson_is_seven_queries(
     harness, lesson, django_assert_num_queries
 ):
     _warm(harness, lesson)
     # 1 the token (looked up once, shared by the write guard and the authentication)
-    # 2 SAVEPOINT (BEGIN)
-    # 3 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
+    # 2 SELECT the in-play lessons without a lock: would confirming them write to them
+    #   (``_quiet``)? This one is below its ceiling, so it would
+    # 3 SAVEPOINT (BEGIN)
+    # 4 SELECT ... FOR UPDATE the in-play lessons, with "does another project hold
     #   the same lesson" (the promotion check) as a column: read first, so the answer
     #   and the evidence link are foreseen
-    # 4 INSERT the outcome, its id drawn from the sequence into its stored answer, with
+    # 5 INSERT the outcome, its id drawn from the sequence into its stored answer, with
     #   (CTEs of the same statement) INSERT ... ON CONFLICT DO NOTHING the project's
     #   name from its remote (a project already named writes nothing; issue 16) and the
     #   lesson's evidence link. A retry loses here, on (agent, outcome_id)
-    # 5 UPDATE the lesson's confidence and INSERT its ledger row, in one statement
-    # 6 RELEASE SAVEPOINT (COMMIT)
+    # 6 UPDATE the lesson's confidence and INSERT its ledger row, in one statement
+    # 7 RELEASE SAVEPOINT (COMMIT)
     # The stored answer was foreseen right: no UPDATE of it.
-    with django_assert_num_queries(6) as queries:
+    with django_assert_num_queries(7) as queries:
         response = harness.post(URL, _body(lesson, "one"), format="json")
     assert response.status_code == 201
     body = response.json()
     assert body["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
     sql = [q["sql"] for q in queries.captured_queries]
-    assert sql[2].startswith('SELECT "memory_lesson"') and "FOR NO KEY UPDATE" in sql[2]
-    assert "memory_projectlabel" in sql[3] and "memory_lessonevidence" in sql[3]
+    assert sql[1].startswith('SELECT "memory_lesson"') and " FOR " not in sql[1]
+    assert sql[3].startswith('SELECT "memory_lesson"') and "FOR NO KEY UPDATE" in sql[3]
+    assert "memory_projectlabel" in sql[4] and "memory_lessonevidence" in sql[4]
     assert not [s for s in sql if s.startswith('UPDATE "memory_outcome"')]
     stored = Outcome.objects.get(pk=body["id"]).response
     assert stored == body
@@ -139,24 +143,24 @@ def test_an_agent_token_outcome_reads_its_in_play_rows_only_after_its_commit(
 
 def test_an_idempotency_key_adds_four_queries(harness, lesson, django_assert_num_queries):
     _warm(harness, lesson)
-    # the six above, and: pg_advisory_lock on (agent, key); SELECT the stored
+    # the seven above, and: pg_advisory_lock on (agent, key); SELECT the stored
     # response; INSERT ... ON CONFLICT DO NOTHING the response; pg_advisory_unlock
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         response = harness.post(
             URL, _body(lesson, "one"), format="json", HTTP_IDEMPOTENCY_KEY="key-1"
         )
     assert response.status_code == 201
 
 
-def test_a_retry_answers_the_stored_body_in_seven_queries(
+def test_a_retry_answers_the_stored_body_in_eight_queries(
     harness, lesson, django_assert_num_queries
 ):
     _warm(harness, lesson)
     first = harness.post(URL, _body(lesson, "one"), format="json")
-    # token; SAVEPOINT; SELECT the in-play lessons (read before the insert); INSERT
-    # (unique violation); ROLLBACK TO SAVEPOINT and RELEASE (ROLLBACK); SELECT the
-    # stored body. Nothing is applied twice.
-    with django_assert_num_queries(7):
+    # token; SELECT the in-play lessons (would it write to them?); SAVEPOINT; SELECT
+    # them locked (read before the insert); INSERT (unique violation); ROLLBACK TO
+    # SAVEPOINT and RELEASE (ROLLBACK); SELECT the stored body. Nothing is applied twice.
+    with django_assert_num_queries(8):
         again = harness.post(URL, _body(lesson, "one"), format="json")
     assert again.status_code == 200
     assert again.json() == first.json()
@@ -170,21 +174,35 @@ def test_as_production_runs_them_only_a_harness_outcome_opens_a_transaction(
     writes nothing after its own row is one statement, with no BEGIN or COMMIT."""
     _warm(api, lesson)
     assert harness.post(URL, _body(lesson, "warm-h"), format="json").status_code == 201
-    # token; SELECT the in-play lessons; INSERT (with the project's name); then the
-    # recency mark (written at once in the tests' settings; gathered in production)
+    # token; INSERT (with the project's name); then the recency mark, its rows read and
+    # written (at once in the tests' settings; gathered in production)
     with django_assert_num_queries(4) as queries:
         assert api.post(URL, _body(lesson, "agent"), format="json").status_code == 201
     sql = [q["sql"] for q in queries.captured_queries]
     assert not [s for s in sql if s.split()[0] in ("BEGIN", "COMMIT", "SAVEPOINT")]
+    assert 'INSERT INTO "memory_outcome"' in sql[1]
     # Nothing in play: token and INSERT.
     with django_assert_num_queries(2):
         body = outcome_payload(outcome_id="bare", checks=[check(1, 0)])
         assert api.post(URL, body, format="json").status_code == 201
-    # A harness outcome that confirms its lesson: all of it in one transaction.
-    with django_assert_num_queries(6) as queries:
+    # A harness outcome that moves its lesson's confidence: the unlocked read that
+    # finds it would, then all of it in one transaction, the lesson locked.
+    with django_assert_num_queries(7) as queries:
         assert harness.post(URL, _body(lesson, "verified"), format="json").status_code == 201
     sql = [q["sql"] for q in queries.captured_queries]
-    assert sql[1] == "BEGIN" and sql[-1] == "COMMIT"
+    assert sql[2] == "BEGIN" and sql[-1] == "COMMIT" and "FOR NO KEY UPDATE" in sql[3]
+    # One confirming a lesson already at its ceiling writes nothing to it: token, the
+    # unlocked read, and the INSERT with its evidence link. No transaction, no lock.
+    Lesson.objects.filter(pk=lesson.pk).update(confidence=settings.CAIRN_LESSON_CONFIDENCE_MAX)
+    with django_assert_num_queries(3) as queries:
+        quiet = harness.post(URL, _body(lesson, "at-ceiling"), format="json")
+    assert quiet.status_code == 201
+    assert quiet.json()["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert " FOR " not in sql[1] and "memory_lessonevidence" in sql[2]
+    assert LessonEvidence.objects.filter(
+        lesson=lesson, outcome__outcome_id="at-ceiling", relation="supports"
+    ).exists()
     # A retry of the agent's outcome answers its stored body, nothing applied again.
     first = Outcome.objects.get(outcome_id="agent").response
     again = api.post(URL, _body(lesson, "agent"), format="json")

@@ -1,0 +1,95 @@
+"""A harness outcome that confirms a lesson already at its ceiling writes nothing to
+the lesson (only its own row and the evidence link), so it takes no lock on it and
+does not queue behind other outcomes holding it; one that moves the lesson still
+locks it for its whole transaction."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import OperationalError, connection
+
+from memory.lessons.outcomes import outcome_record
+from memory.models import Channel, ConfidenceChange, Lesson, LessonEvidence, Outcome
+from tests.factories.lessons import SHOP, LessonFactory, check, step
+
+pytestmark = pytest.mark.django_db(transaction=True)
+CEILING = settings.CAIRN_LESSON_CONFIDENCE_MAX
+
+
+@contextmanager
+def _held_by_another_outcome(lesson_id: int):
+    """A second connection holds the lesson's row as a harness outcome moving it does
+    (``FOR NO KEY UPDATE``, until its commit); this one waits 300 ms at most."""
+    params = connection.get_connection_params()
+    other = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
+    try:
+        other.execute("SELECT 1 FROM memory_lesson WHERE id = %s FOR NO KEY UPDATE", [lesson_id])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '300ms'")
+        yield
+    finally:
+        other.rollback()
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+
+
+def _confirm(agent, lesson, outcome_id):
+    return outcome_record(
+        agent=agent,
+        outcome_id=outcome_id,
+        session_id="s",
+        project_remote=SHOP,
+        approach=[step("pytest", "tests", "ok", 1)],
+        checks=[check(1, 0)],
+        in_play=[{"type": "lesson", "id": lesson.pk}],
+        channel=Channel.HARNESS,
+    )
+
+
+def test_a_confirmation_at_the_ceiling_does_not_wait_for_the_lesson(agent):
+    lesson = LessonFactory(workspace=agent.workspace, operation_key="pytest", confidence=CEILING)
+    with _held_by_another_outcome(lesson.pk):
+        body, created = _confirm(agent, lesson, "quiet")
+    assert created and body["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
+    outcome = Outcome.objects.get(outcome_id="quiet")
+    assert outcome.response == body
+    assert LessonEvidence.objects.filter(lesson=lesson, outcome=outcome).count() == 1
+    assert not ConfidenceChange.objects.exists()
+    assert Lesson.objects.get(pk=lesson.pk).confidence == CEILING
+
+
+def test_a_confirmation_that_moves_the_lesson_waits_for_it(agent):
+    lesson = LessonFactory(workspace=agent.workspace, operation_key="pytest", confidence=0.5)
+    with _held_by_another_outcome(lesson.pk), pytest.raises(OperationalError):
+        _confirm(agent, lesson, "moving")
+    assert not Outcome.objects.filter(outcome_id="moving").exists()  # nothing half-done
+    body, created = _confirm(agent, lesson, "moving")  # once the row is free
+    assert created and body["confirmed"] == [{"type": "lesson", "id": lesson.pk}]
+    assert Lesson.objects.get(pk=lesson.pk).confidence > 0.5
+    assert ConfidenceChange.objects.filter(evidence_id=f"outcome:{body['id']}").count() == 1
+
+
+@pytest.mark.parametrize(
+    "state, twin",
+    [("claimed", False), ("active", True)],
+    ids=["a claimed lesson is activated", "a twin elsewhere may promote it"],
+)
+def test_a_confirmation_at_the_ceiling_that_changes_the_lesson_still_locks_it(agent, state, twin):
+    lesson = LessonFactory(
+        workspace=agent.workspace, operation_key="pytest", confidence=CEILING, state=state
+    )
+    if twin:
+        LessonFactory(
+            workspace=agent.workspace,
+            operation_key="pytest",
+            text=lesson.text,
+            normalized_text=lesson.normalized_text,
+            project_digest="0" * 64,
+        )
+    with _held_by_another_outcome(lesson.pk), pytest.raises(OperationalError):
+        _confirm(agent, lesson, "not-quiet")
