@@ -94,15 +94,20 @@ def rows() -> list[tuple[str, str, str]]:
             if a and b:
                 out.append((
                     f"outcomes/s, 8 clients, {run}: the code before issue 17's outcome work "
-                    "against this code's latest run (the load at each run's start)",
-                    f"{b['outcomes_per_s']} (load {b['load_average_at_start'][0]})",
-                    f"{a['outcomes_per_s']} (load {a['load_average_at_start'][0]})",
+                    f"({old['machine'].get('commit') or 'outcomes-before.json'}) against this "
+                    "code's latest run, the same day (× the bare DRF view of each code in its "
+                    "run, and the load at the run's start)",
+                    f"{b['outcomes_per_s']} ({_x_bare(old, b)}×, load "
+                    f"{b['load_average_at_start'][0]})",
+                    f"{a['outcomes_per_s']} ({_x_bare(outcomes, a)}×, load "
+                    f"{a['load_average_at_start'][0]})",
                 ))  # fmt: skip
     out.append(("queries per outcome", BEFORE["queries per outcome"],
                 "2 with nothing in play (token, insert), and for an agent token's outcome with "
                 "a lesson in play (what it named read and its recency written with others' in "
                 "the background); "
-                "6 for a harness outcome confirming its one lesson (10 with an Idempotency-Key), "
+                "3 for a harness outcome confirming a lesson at its ceiling (no transaction, "
+                "no lock); 7 for one that moves its lesson (11 with an Idempotency-Key), "
                 "pinned by tests/agents/test_outcomes_queries.py"))  # fmt: skip
     recall = _recall_default()
     if recall:
@@ -197,6 +202,12 @@ def chart_data() -> list[tuple[str, float, float, str]]:
                      else 2650.0,
                      float(max(after[-1]["rss_mb"]) - max(after[0]["rss_mb"])), "MB"))  # fmt: skip
     return data
+
+
+def _x_bare(run_set: dict, run: dict) -> float:
+    """A run's outcomes/s as a share of the bare view's requests/s in the same bench run."""
+    bare = run_set["results"]["bare DRF view"]["requests_per_s"]
+    return round(run["outcomes_per_s"] / bare, 2)
 
 
 def main(argv: list[str]) -> int:
