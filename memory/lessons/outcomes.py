@@ -203,64 +203,30 @@ def outcome_record(
         reported_passed=reported_passed,
         channel=channel,
     )
-    # An outcome that writes nothing after its own row is one statement, and needs no
-    # transaction of its own (no BEGIN and COMMIT round trips): any agent token's
-    # outcome that learns nothing, any outcome with nothing in play, a harness outcome
-    # confirming lessons already at their ceiling (``_quiet``). Inside a caller's
-    # transaction it still takes a savepoint, so a retry's unique violation is survived.
-    rows, foreseen = InPlay(), None
+    # A harness outcome confirming lessons already at their ceiling writes nothing to
+    # them (``_quiet``): read without a lock, they need none.
+    quiet = None
     if _may_be_quiet(outcome):
         rows = _in_play_read(outcome=outcome, locked=False)
         foreseen = _foresee(outcome=outcome, rows=rows)
-        if not _quiet(rows=rows, foreseen=foreseen):
-            foreseen = None
-    quiet = foreseen is not None
-    alone = (quiet or not _writes_after_insert(outcome)) and not connection.in_atomic_block
-    try:
-        with nullcontext() if alone else transaction.atomic():
-            # What it had in play is read (and for a harness outcome that writes to it,
-            # locked) first, so the answer it will give can be foreseen and stored with
-            # the row: then it is written once, and updated only when attribution turns
-            # out otherwise (a promotion on the way, a lesson learned from the approach).
-            if not quiet:
-                rows = _in_play_read(outcome=outcome)
-                foreseen = _foresee(outcome=outcome, rows=rows)
-            outcome.response = _body(outcome=outcome, result=foreseen, kept=keep_goal_text)
-            result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
-            result.prelinked = foreseen.prelinked
-            # The row, its project's name if it has none yet and that name's audit row,
-            # and the evidence links its in-play lessons will get.
-            row_insert_keyed(
-                outcome,
-                key_into="response",
-                also=[
-                    *project_label_from_remote_ctes(
-                        workspace_id=agent.workspace_id,
-                        project_digest=digest,
-                        remote=project_remote,
-                        author=author,
-                    ),
-                    *lesson_evidence_links_cte(links=sorted(result.prelinked), now=result.now),
-                ],
-            )
-            if quiet:  # attribution is what was foreseen, written with the row
-                result = foreseen
-            else:
-                _apply(outcome=outcome, result=result, rows=rows)
-            body = _body(outcome=outcome, result=result, kept=keep_goal_text)
-            if body != outcome.response:
-                outcome.response = body
-                table = connection.ops.quote_name(Outcome._meta.db_table)
-                with connection.cursor() as cursor:  # the ORM's save() cost more than the write
-                    cursor.execute(
-                        f"UPDATE {table} SET response = %s WHERE id = %s",
-                        [json.dumps(body), outcome.pk],
-                    )
-    except IntegrityError:
-        stored = _stored_body(agent=agent, outcome_id=outcome_id)
-        if stored is None:
-            raise
-        return stored, False
+        if _quiet(rows=rows, foreseen=foreseen):
+            quiet = (rows, foreseen)
+    label = project_label_from_remote_ctes(
+        workspace_id=agent.workspace_id, project_digest=digest, remote=project_remote, author=author
+    )
+    while True:
+        try:
+            body, result = _store(outcome, quiet=quiet, label=label, kept=keep_goal_text)
+            break
+        except IntegrityError:
+            stored = _stored_body(agent=agent, outcome_id=outcome_id)
+            if stored is not None:
+                return stored, False
+            if quiet is None:
+                raise
+            # A lesson a quiet outcome read went before its evidence link was written
+            # (erased meanwhile): again by the locked path, which reads it anew.
+            quiet = None
     # After the commit: gathered with other outcomes' marks and written together in the
     # background (memory.lessons.recency), so outcomes naming the same lesson never
     # hold its row; an agent token's in-play rows are read there too, with others'.
@@ -276,6 +242,64 @@ def outcome_record(
             raise
         logger.exception("outcome %s: recency of what it had in play not recorded", outcome.pk)
     return body, True
+
+
+def _store(
+    outcome: Outcome,
+    *,
+    quiet: tuple[InPlay, Attribution] | None,
+    label: list[tuple[str, str, list]],
+    kept: bool,
+) -> tuple[dict, Attribution]:
+    """Insert ``outcome`` and attribute it; returns its answer and the attribution.
+
+    ``quiet``: its lessons read without a lock and the attribution foreseen from them,
+    when that is all there is to it (``_quiet``). ``label``: the project-name CTEs.
+
+    An outcome that writes nothing after its own row is one statement, and needs no
+    transaction of its own (no BEGIN and COMMIT round trips): any agent token's outcome
+    that learns nothing, any outcome with nothing in play, a quiet one. Inside a
+    caller's transaction it still takes a savepoint, so a retry's unique violation is
+    survived.
+    """
+    alone = (quiet or not _writes_after_insert(outcome)) and not connection.in_atomic_block
+    with nullcontext() if alone else transaction.atomic():
+        # What it had in play is read (and for a harness outcome that writes to it,
+        # locked) first, so the answer it will give can be foreseen and stored with the
+        # row: then it is written once, and updated only when attribution turns out
+        # otherwise (a promotion on the way, a lesson learned from the approach).
+        if quiet:
+            rows, foreseen = quiet
+        else:
+            rows = _in_play_read(outcome=outcome)
+            foreseen = _foresee(outcome=outcome, rows=rows)
+        outcome.response = _body(outcome=outcome, result=foreseen, kept=kept)
+        result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
+        result.prelinked = foreseen.prelinked
+        # The row, its project's name if it has none yet and that name's audit row, and
+        # the evidence links its in-play lessons will get.
+        row_insert_keyed(
+            outcome,
+            key_into="response",
+            also=[
+                *label,
+                *lesson_evidence_links_cte(links=sorted(result.prelinked), now=result.now),
+            ],
+        )
+        if quiet:  # attribution is what was foreseen, written with the row
+            result = foreseen
+        else:
+            _apply(outcome=outcome, result=result, rows=rows)
+        body = _body(outcome=outcome, result=result, kept=kept)
+        if body != outcome.response:
+            outcome.response = body
+            table = connection.ops.quote_name(Outcome._meta.db_table)
+            with connection.cursor() as cursor:  # the ORM's save() cost more than the write
+                cursor.execute(
+                    f"UPDATE {table} SET response = %s WHERE id = %s",
+                    [json.dumps(body), outcome.pk],
+                )
+    return body, result
 
 
 def _writes_after_insert(outcome: Outcome) -> bool:

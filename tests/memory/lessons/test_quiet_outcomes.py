@@ -93,3 +93,26 @@ def test_a_confirmation_at_the_ceiling_that_changes_the_lesson_still_locks_it(ag
         )
     with _held_by_another_outcome(lesson.pk), pytest.raises(OperationalError):
         _confirm(agent, lesson, "not-quiet")
+
+
+def test_a_lesson_erased_between_the_read_and_the_insert_costs_no_500(agent, monkeypatch):
+    """Read without a lock, a quiet outcome's lesson can be erased before its evidence
+    link is written (the link's foreign key then fails): it is recorded by the locked
+    path instead, which finds the lesson gone."""
+    from memory.lessons import outcomes
+
+    lesson = LessonFactory(workspace=agent.workspace, operation_key="pytest", confidence=CEILING)
+    decided = []
+
+    def quiet_then_erased(**kwargs):
+        decided.append(real(**kwargs))
+        Lesson.objects.filter(pk=lesson.pk).delete()  # an erasure, committed meanwhile
+        return decided[-1]
+
+    real = outcomes._quiet
+    monkeypatch.setattr(outcomes, "_quiet", quiet_then_erased)
+    body, created = _confirm(agent, lesson, "erased")
+    assert decided == [True]  # it was quiet when read
+    assert created and body["confirmed"] == []
+    assert Outcome.objects.get(outcome_id="erased").response == body
+    assert not LessonEvidence.objects.exists()
