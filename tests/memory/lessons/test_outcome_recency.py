@@ -16,14 +16,15 @@ from tests.factories.lessons import SHOP, LessonFactory, check, step
 
 
 @contextmanager
-def _row_held(lesson_id: int):
-    """A second connection holds the lesson's row; this one waits 200 ms at most."""
+def _row_held(lesson_id: int, *, lock: str = "FOR UPDATE", timeout_ms: int = 200):
+    """A second connection holds the lesson's row (``lock``); this one waits
+    ``timeout_ms`` at most."""
     params = connection.get_connection_params()
     other = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
     try:
-        other.execute("SELECT 1 FROM memory_lesson WHERE id = %s FOR UPDATE", [lesson_id])
+        other.execute(f"SELECT 1 FROM memory_lesson WHERE id = %s {lock}", [lesson_id])
         with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '200ms'")
+            cursor.execute(f"SET lock_timeout = '{int(timeout_ms)}ms'")
         yield
     finally:
         other.rollback()

@@ -5,37 +5,23 @@ locks it for its whole transaction."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
-import psycopg
 import pytest
 from django.conf import settings
-from django.db import OperationalError, connection
+from django.db import OperationalError
 
 from memory.lessons.outcomes import outcome_record
 from memory.models import Channel, ConfidenceChange, Lesson, LessonEvidence, Outcome
 from tests.factories.lessons import SHOP, LessonFactory, check, step
+from tests.memory.lessons.test_outcome_recency import _row_held
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CEILING = settings.CAIRN_LESSON_CONFIDENCE_MAX
 
 
-@contextmanager
 def _held_by_another_outcome(lesson_id: int):
     """A second connection holds the lesson's row as a harness outcome moving it does
     (``FOR NO KEY UPDATE``, until its commit); this one waits 300 ms at most."""
-    params = connection.get_connection_params()
-    other = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
-    try:
-        other.execute("SELECT 1 FROM memory_lesson WHERE id = %s FOR NO KEY UPDATE", [lesson_id])
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '300ms'")
-        yield
-    finally:
-        other.rollback()
-        other.close()
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
+    return _row_held(lesson_id, lock="FOR NO KEY UPDATE", timeout_ms=300)
 
 
 def _confirm(agent, lesson, outcome_id):
