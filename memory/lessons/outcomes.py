@@ -31,7 +31,12 @@ from memory.identity.services import GOAL_TEXT_SETTING
 from memory.lessons.evidence import evidence_apply, evidence_moves
 from memory.lessons.promotion import promotion_twins_exist
 from memory.lessons.recency import recency_mark, recency_report
-from memory.lessons.self_report import InPlayReport, knowledge_effect, lesson_effect
+from memory.lessons.self_report import (
+    InPlayReport,
+    in_play_ids,
+    knowledge_effect,
+    lesson_effect,
+)
 from memory.lessons.services import (
     lesson_confirm_by_outcome,
     lesson_contradict_by_outcome,
@@ -235,8 +240,14 @@ def outcome_record(
     try:
         recency_mark(targets=result.self_reported, now=result.now)
         if outcome.channel != Channel.HARNESS and outcome.passed is not None and outcome.in_play:
-            last = operations_last_result(outcome.approach)
-            recency_report(InPlayReport(outcome=outcome, last=last, at=result.now))
+            recency_report(
+                InPlayReport(
+                    outcome=outcome,
+                    at=result.now,
+                    last=operations_last_result(outcome.approach),
+                    wanted=in_play_ids(outcome.in_play),
+                )
+            )
     except DatabaseError:
         if connection.in_atomic_block:  # a caller's transaction: it must know
             raise
@@ -416,10 +427,8 @@ def _in_play_read(*, outcome: Outcome, locked: bool = True) -> InPlay:
     """
     if outcome.passed is None or outcome.channel != Channel.HARNESS:
         return InPlay()
-    lesson_ids = sorted({r["id"] for r in outcome.in_play if r["type"] == "lesson"})
-    knowledge_ids = sorted(
-        {r["id"] for r in outcome.in_play if r["type"] in ("knowledge", "error")}
-    )
+    ids = in_play_ids(outcome.in_play)
+    lesson_ids, knowledge_ids = sorted(ids[Lesson]), sorted(ids[Knowledge])
     rows = InPlay()
     if lesson_ids:
         read = _LESSONS_LOCKED if locked else _LESSONS

@@ -56,9 +56,7 @@ class Report(Protocol):
     """What an outcome had in play, resolved to the rows it marks when written."""
 
     at: datetime
-
-    def wanted(self) -> dict[type, set[int]]:
-        """The rows to read for it: {Lesson: ids, Knowledge: ids}."""
+    wanted: dict[type, set[int]]  # the rows to read for it: {Lesson: ids, Knowledge: ids}
 
     def marks(self, rows: dict[type, dict]) -> dict[type, set[int]]:
         """The rows it marks, given the rows read ({model: {id: row}}, any workspace)."""
@@ -160,7 +158,7 @@ def recency_mark(*, targets: dict[type, set[int]], now: datetime) -> None:
 def recency_report(report: Report) -> None:
     """One use, at ``report.at``, of each row the report marks once its rows are read:
     with other reports, by the writer; at once where ``recency_mark`` writes at once."""
-    if not any(report.wanted().values()):
+    if not any(report.wanted.values()):
         return
     interval_ms = settings.CAIRN_RECENCY_FLUSH_MS
     if interval_ms <= 0 or connection.in_atomic_block:
@@ -175,7 +173,7 @@ def _resolved(batch: Pending, reports: list[Report]) -> Pending:
         return batch
     wanted: dict[type, set[int]] = {}
     for report in reports:
-        for model, ids in report.wanted().items():
+        for model, ids in report.wanted.items():
             wanted.setdefault(model, set()).update(ids)
     rows = {model: model.objects.in_bulk(sorted(ids)) for model, ids in wanted.items() if ids}
     out: Pending = {m: dict(marks) for m, marks in batch.items()}

@@ -75,6 +75,14 @@ def knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, st
     return EvidenceKind.TEST_PASSED if passed is True else None
 
 
+def in_play_ids(in_play: list[dict]) -> dict[type, set[int]]:
+    """The lessons and knowledge items (errors included) among an outcome's in-play refs."""
+    return {
+        Lesson: {r["id"] for r in in_play if r["type"] == "lesson"},
+        Knowledge: {r["id"] for r in in_play if r["type"] in ("knowledge", "error")},
+    }
+
+
 @dataclass(frozen=True)
 class InPlayReport:
     """An agent token's outcome's in-play lessons and knowledge items, marked (one use,
@@ -82,20 +90,14 @@ class InPlayReport:
     retired, each active item, in the outcome's workspace, on its own operation."""
 
     outcome: Outcome
-    last: dict[str, str]
     at: datetime
-
-    def wanted(self) -> dict[type, set[int]]:
-        refs = self.outcome.in_play
-        return {
-            Lesson: {r["id"] for r in refs if r["type"] == "lesson"},
-            Knowledge: {r["id"] for r in refs if r["type"] in ("knowledge", "error")},
-        }
+    last: dict[str, str]  # operations_last_result(outcome.approach)
+    wanted: dict[type, set[int]]  # in_play_ids(outcome.in_play): the rows to read
 
     def marks(self, rows: dict[type, dict]) -> dict[type, set[int]]:
         if self.outcome.passed is None:
             return {}
-        wanted, mine = self.wanted(), self.outcome.workspace_id
+        wanted, mine = self.wanted, self.outcome.workspace_id
         lessons, items = rows.get(Lesson, {}), rows.get(Knowledge, {})
         marked: dict[type, set[int]] = {Lesson: set(), Knowledge: set()}
         for pk in wanted[Lesson]:
