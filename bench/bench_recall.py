@@ -56,6 +56,7 @@ DEFAULT = {
     "CAIRN_TURN_BEFORE_CREDIT": 0.0,
     "CAIRN_TURN_ANSWER_BOOST": 0.3,
     "CAIRN_TURN_SESSION_TEMPERATURE": 0.2,  # group=session: soft maximum of the turns
+    "CAIRN_TURN_SESSION_COVERAGE": 0.5,  # ... + 0.5 × its share of the query's words
 }
 # Rows measured before a knob existed ran without it (merged runs keep their rows).
 ABSENT = {
@@ -65,9 +66,12 @@ ABSENT = {
     "CAIRN_TURN_BEFORE_CREDIT": 0.0,
     "CAIRN_TURN_ANSWER_BOOST": 0.0,
     "CAIRN_TURN_SESSION_TEMPERATURE": 0.0,
+    "CAIRN_TURN_SESSION_COVERAGE": 0.0,
 }
-# group=session before the soft maximum: best turn + 0.3 × second best.
-BEST_PLUS_SECOND = {"CAIRN_TURN_SESSION_TEMPERATURE": 0.0}
+# group=session by its turns alone, before the soft maximum: best turn + 0.3 × second best.
+BEST_PLUS_SECOND = {"CAIRN_TURN_SESSION_TEMPERATURE": 0.0, "CAIRN_TURN_SESSION_COVERAGE": 0.0}
+# group=session by a soft maximum of its turns alone.
+TURNS_ONLY = {"CAIRN_TURN_SESSION_COVERAGE": 0.0}
 ALL_ENDPOINTS = ("conversations", "sessions", "recall")
 
 
@@ -189,17 +193,23 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         (
             "… + the turn before cut to 100 characters; sessions by a soft maximum of their turns",
             "previous100",
-            {},
+            TURNS_ONLY,
             ("conversations", "sessions"),
         ),
         (
             "… + the turn before cut to 80 characters; sessions by a soft maximum of their turns",
             "previous",
-            {},
+            TURNS_ONLY,
             ("conversations", "sessions"),
         ),
         (
             "… + each turn's vector from its own tokens, the session read in windows of 64",
+            "window",
+            TURNS_ONLY,
+            ("conversations", "sessions"),
+        ),
+        (
+            "… + a session lifted by 0.5 × its idf-weighted share of the question's words",
             "window",
             {},
             ("conversations", "sessions"),
@@ -212,7 +222,7 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         ),
     ]
     if quick:
-        keep = {0, 3, 5, 21}
+        keep = {0, 3, 5, 24}
         rows = [r for i, r in enumerate(rows) if i in keep]
     return rows
 

@@ -367,6 +367,8 @@ CAIRN_TURN_QUESTION_PENALTY, CAIRN_TURN_QUESTION_CREDIT, CAIRN_TURN_ANSWER_BOOST
 CAIRN_TURN_BEFORE_CREDIT = 0.0  # off: lost paraphrases (memory/knowledge/answer_kind.py)
 # group=session: a session scores T·ln Σ exp(relevance/T) over its turns (0: best + 0.3 second).
 CAIRN_TURN_SESSION_TEMPERATURE = envfloat("CAIRN_TURN_SESSION_TEMPERATURE", 0.2)
+# ... plus this × its idf-weighted share of the query's words said in any of its turns.
+CAIRN_TURN_SESSION_COVERAGE = envfloat("CAIRN_TURN_SESSION_COVERAGE", 0.5)
 # Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.
 CAIRN_RERANK_URL = envstr("CAIRN_RERANK_URL", "")
 CAIRN_RERANK_MODEL = envstr("CAIRN_RERANK_MODEL", "")

@@ -238,7 +238,9 @@ class ConversationSearchParams(PageParams):
         required=False,
         default="turn",
         help_text="`session`: rank sessions (by a soft maximum of their turns' relevance: "
-        "the best turn, plus more for other good ones); `sessions` lists them with their "
+        "the best turn, plus more for other good ones, plus a share for the query's words "
+        "said anywhere in the session, rare words counting more); `sessions` lists them "
+        "with their "
         "best turns, `results` holds those "
         "turns, and limit/offset/count count sessions.",
     )
@@ -291,7 +293,8 @@ class ConversationHitOut(serializers.Serializer):
 class ConversationSessionOut(serializers.Serializer):
     session_id = serializers.CharField()
     score = serializers.FloatField(
-        help_text="Soft maximum of its turns' relevance (T·ln Σ exp(r/T))."
+        help_text="Soft maximum of its turns' relevance (T·ln Σ exp(r/T)), plus "
+        "CAIRN_TURN_SESSION_COVERAGE × the idf-weighted share of the query's words it says."
     )
     matches = serializers.IntegerField(help_text="Turns of this session among the candidates.")
     turns = ConversationHitOut(many=True, source="hits", help_text="Its best turns.")

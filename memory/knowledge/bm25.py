@@ -43,7 +43,15 @@ def bm25_ctes(*, table: str, alias: str, where: str, scoring: str = "bm25") -> s
         SELECT {a}.id, {a}.search_vector AS sv FROM {table} {a}
         WHERE {where} AND {a}.search_vector @@ (SELECT q FROM tsq)
         LIMIT %(text_cap)s
-    ),
+    ),{idf_ctes(table=table, alias=alias, where=where)}
+    sc AS MATERIALIZED ({score}),"""
+
+
+def idf_ctes(*, table: str, alias: str, where: str) -> str:
+    """CTEs ``scope_n`` (the scope's rows, at most %(n_cap)s) and ``df`` (each query
+    lexeme ``lx`` with its ``idf`` over the scope), each followed by a comma."""
+    a = alias
+    return f"""
     scope_n AS MATERIALIZED (
         SELECT count(*)::float8 AS n FROM (
             SELECT 1 FROM {table} {a} WHERE {where} LIMIT %(n_cap)s
@@ -60,8 +68,7 @@ def bm25_ctes(*, table: str, alias: str, where: str, scoring: str = "bm25") -> s
                 LIMIT %(df_cap)s
             ) c
         ) d
-    ),
-    sc AS MATERIALIZED ({score}),"""
+    ),"""
 
 
 def bm25_params(*, scope_cap: int, df_cap: int) -> dict:

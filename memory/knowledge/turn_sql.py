@@ -8,7 +8,7 @@ import re
 from datetime import datetime
 
 from memory.core.text import WORD
-from memory.knowledge.bm25 import TERMS_SQL, bm25_ctes
+from memory.knowledge.bm25 import TERMS_SQL, bm25_ctes, idf_ctes
 from memory.knowledge.recall import nearest_rows
 from memory.knowledge.time_words import TimeWindow
 
@@ -261,3 +261,20 @@ def turn_search_sql(
     ORDER BY r.relevance DESC, r.created_at DESC, r.id DESC
     LIMIT %(top_k)s""")
     return "\n".join(parts)
+
+
+def session_coverage_sql(where: str) -> str:
+    """Each session of %(sessions)s with the share of the query's lexemes, weighted by
+    their idf over the scope's turns (as BM25 weighs them), that some turn of it in
+    scope holds: 1.0 when the session says every word of the query somewhere."""
+    ctes = idf_ctes(table="memory_conversationturn", alias="t", where=where).rstrip().rstrip(",")
+    return f"""WITH{ctes}
+    SELECT s.session_id,
+           coalesce(sum(df.idf) FILTER (WHERE EXISTS (
+               SELECT 1 FROM memory_conversationturn t
+               WHERE {where} AND t.session_id = s.session_id
+                 AND t.search_vector @@ quote_literal(df.lx)::tsquery
+           )) / nullif((SELECT sum(idf) FROM df), 0), 0)::float8 AS coverage
+    FROM unnest(%(sessions)s::text[]) AS s(session_id)
+    CROSS JOIN df
+    GROUP BY s.session_id"""
