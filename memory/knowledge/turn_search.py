@@ -57,7 +57,7 @@ from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.knowledge.answer_kind import TRAILING_ASIDE_SQL, answer_pattern
 from memory.knowledge.bm25 import bm25_params
-from memory.knowledge.recall import set_vector_search, vector_literal
+from memory.knowledge.recall import plan_for_these_values, set_vector_search, vector_literal
 from memory.knowledge.rerank import rerank_scores
 from memory.knowledge.selectors import SNIPPET_OPTIONS, Page, any_word_query, page_size
 from memory.knowledge.time_words import query_time_window
@@ -333,9 +333,10 @@ def sessions_coverage(
             **bm25_params(scope_cap=100_000, df_cap=settings.CAIRN_TURN_BM25_DF_CAP),
         }
     )
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        plan_for_these_values(cursor)
         cursor.execute(session_coverage_sql(where), params)
-        return dict(cursor.fetchall())
+        return {session_id: 0.0 for session_id in session_ids} | dict(cursor.fetchall())
 
 
 @dataclass(frozen=True)
@@ -390,11 +391,15 @@ def conversation_search(
     found = turn_search(workspace=workspace, query=q, query_embedding=vector, top_k=depth, **scope)
     sessions = None
     if group == "session":
-        coverage = sessions_coverage(
-            workspace=workspace,
-            query=q,
-            session_ids=sorted({h.session_id for h in found.hits}),
-            **scope,
+        coverage = (
+            sessions_coverage(
+                workspace=workspace,
+                query=q,
+                session_ids=sorted({h.session_id for h in found.hits}),
+                **scope,
+            )
+            if settings.CAIRN_TURN_SESSION_COVERAGE > 0
+            else {}
         )
         grouped = turns_group_sessions(found.hits, coverage=coverage)
         sessions = grouped[offset : offset + limit]

@@ -264,17 +264,18 @@ def turn_search_sql(
 
 
 def session_coverage_sql(where: str) -> str:
-    """Each session of %(sessions)s with the share of the query's lexemes, weighted by
-    their idf over the scope's turns (as BM25 weighs them), that some turn of it in
-    scope holds: 1.0 when the session says every word of the query somewhere."""
-    ctes = idf_ctes(table="memory_conversationturn", alias="t", where=where).rstrip().rstrip(",")
+    """Each session of %(sessions)s that says some of the query's lexemes, with their
+    share of the query weighted by idf over the scope's turns (as BM25 weighs them):
+    1.0 when some turn of the session in scope says each word. One index probe per
+    lexeme (its GIN entry and the sessions' rows of the session index, ANDed)."""
+    ctes = idf_ctes(table="memory_conversationturn", alias="t", where=where)
     return f"""WITH{ctes}
-    SELECT s.session_id,
-           coalesce(sum(df.idf) FILTER (WHERE EXISTS (
-               SELECT 1 FROM memory_conversationturn t
-               WHERE {where} AND t.session_id = s.session_id
-                 AND t.search_vector @@ quote_literal(df.lx)::tsquery
-           )) / nullif((SELECT sum(idf) FROM df), 0), 0)::float8 AS coverage
-    FROM unnest(%(sessions)s::text[]) AS s(session_id)
-    CROSS JOIN df
-    GROUP BY s.session_id"""
+    held AS (
+        SELECT DISTINCT t.session_id, df.lx, df.idf
+        FROM df
+        JOIN memory_conversationturn t ON t.search_vector @@ quote_literal(df.lx)::tsquery
+        WHERE {where} AND t.session_id = ANY(%(sessions)s::text[])
+    )
+    SELECT session_id, (sum(idf) / nullif((SELECT sum(idf) FROM df), 0))::float8
+    FROM held
+    GROUP BY session_id"""
