@@ -424,6 +424,8 @@ def knowledge_search(
             set_vector_search(
                 cursor, ef_search=max(ef_search or settings.CAIRN_RECALL_EF_SEARCH, n)
             )
+        else:
+            plan_for_these_values(cursor)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     hits = []

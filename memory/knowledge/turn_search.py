@@ -216,6 +216,8 @@ def turn_search(
     with transaction.atomic(), connection.cursor() as cursor:
         if use_vector:
             set_vector_search(cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, n))
+        else:
+            plan_for_these_values(cursor)  # full text only (the embedder is down)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     hits = [TurnHit(*row[:10]) for row in rows]

@@ -52,3 +52,6 @@ class BrokenEmbedder:
 
     def embed(self, texts):
         raise EmbeddingError("embedder down")
+
+    def embed_one(self, text):
+        raise EmbeddingError("embedder down")

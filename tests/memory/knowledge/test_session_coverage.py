@@ -5,8 +5,11 @@ CAIRN_TURN_SESSION_COVERAGE, through the API."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
+from memory.knowledge import recall, turn_search
 from memory.knowledge.turn_search import sessions_coverage
+from tests.factories.knowledge import BrokenEmbedder
 from tests.memory.knowledge.test_turn_search import SEARCH, _store
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +77,63 @@ def test_coverage_weighs_rare_words_more_and_keeps_to_the_search_scope(api, make
     assert excluded["rare"] > 0
     # Nothing to look for: no lift.
     assert set(coverage("the of and").values()) == {0.0}
+
+
+# --------------------------------------------------------------------------- plans
+
+
+def _plans(marker: str) -> tuple[int, int]:
+    """(generic, custom) plans of this connection's prepared statements holding ``marker``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0) "
+            "FROM pg_prepared_statements WHERE statement LIKE %s",
+            [f"%{marker}%"],
+        )
+        generic, custom = cursor.fetchone()
+    return int(generic), int(custom)
+
+
+def test_search_statements_are_planned_for_their_own_values_every_time(api, monkeypatch):
+    # Prepared on the server (CAIRN_DB_PREPARE), PostgreSQL would switch a statement to
+    # a generic plan after five runs; the coverage statement's took 250 ms where its own
+    # plan takes 20-60 on 100,000 turns. Full-text-only searches (the embedder down)
+    # have no vector settings to carry the plan mode, so they set it themselves.
+    _store(api, "a", ["I adopted a puppy from the shelter.", "Her name is Pixie."])
+    _store(api, "b", ["The shelter puppy was adorable."])
+    workspace = api.agent.workspace
+    with connection.cursor() as cursor:
+        # Every prepared statement generic, unless the statement's transaction says not
+        # (this test's transaction ends in a rollback, which undoes the SET).
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    for i in range(8):
+        sessions_coverage(
+            workspace=workspace, query=f"shelter puppy name {i}", session_ids=["a", "b"]
+        )
+    generic, custom = _plans("held AS (")
+    assert generic == 0 and custom >= 6  # prepared from its third run
+
+    with connection.cursor() as cursor:
+        # A SET LOCAL lasts to the end of the outer transaction, this test's.
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    monkeypatch.setattr(turn_search, "get_embedder", lambda: BrokenEmbedder())
+    for i in range(8):
+        body = api.get(SEARCH, {"q": f"shelter puppy {i}"}).json()
+        assert body["results"][0]["session_id"] in {"a", "b"}
+    generic, custom = _plans("asking AS MATERIALIZED")
+    assert generic == 0 and custom >= 6
+
+    # Knowledge recall on full text alone, the same way.
+    api.post(
+        "/api/v1/knowledge/",
+        {"content": "The shelter puppy is called Pixie", "category": "fact"},
+        format="json",
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    monkeypatch.setattr(recall, "get_embedder", lambda: BrokenEmbedder())
+    for i in range(8):
+        body = api.post("/api/v1/recall/", {"query": f"shelter puppy {i}"}, format="json").json()
+        assert body["results"], body
+    generic, custom = _plans("fused AS (")
+    assert generic == 0 and custom >= 6
