@@ -326,7 +326,7 @@ def sessions_coverage(
     """
     words, excluded = split_query(query)
     if not session_ids or not words.strip():
-        return {}
+        return dict.fromkeys(session_ids, 0.0)
     where, params = turn_filters_sql(workspace_id=workspace.pk, excluded=excluded, **scope)
     params.update(
         {

@@ -266,8 +266,8 @@ def turn_search_sql(
 def session_coverage_sql(where: str) -> str:
     """Each session of %(sessions)s that says some of the query's lexemes, with their
     share of the query weighted by idf over the scope's turns (as BM25 weighs them):
-    1.0 when some turn of the session in scope says each word. One index probe per
-    lexeme (its GIN entry and the sessions' rows of the session index, ANDed)."""
+    1.0 when some turn of the session in scope says each word. One GIN look-up per
+    lexeme, its turns kept to the sessions asked about."""
     ctes = idf_ctes(table="memory_conversationturn", alias="t", where=where)
     return f"""WITH{ctes}
     held AS (
