@@ -110,6 +110,10 @@ def vector_literal(vector) -> str:
     return "[" + ",".join(map(repr, map(float, values))) + "]"
 
 
+# For the current transaction: each prepared search statement planned for its values.
+_CUSTOM_PLANS = "set_config('plan_cache_mode', 'force_custom_plan', true)"
+
+
 def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = None) -> None:
     """Scope HNSW search parameters to the current transaction (``SET LOCAL``).
 
@@ -120,8 +124,7 @@ def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = No
     cursor.execute(
         "SELECT set_config('hnsw.ef_search', %s, true), "
         "set_config('hnsw.iterative_scan', %s, true), "
-        "set_config('hnsw.max_scan_tuples', %s, true), "
-        "set_config('plan_cache_mode', 'force_custom_plan', true)",
+        "set_config('hnsw.max_scan_tuples', %s, true), " + _CUSTOM_PLANS,
         [
             str(int(ef_search)),
             iterative_scan or settings.CAIRN_RECALL_ITERATIVE_SCAN,
@@ -131,11 +134,11 @@ def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = No
 
 
 def plan_for_these_values(cursor) -> None:
-    """``plan_cache_mode`` for the current transaction, as ``set_vector_search`` sets
-    it: a prepared search statement is planned for its own values every time (a
-    generic plan of the session-coverage statement took 250 ms where its custom plan
-    takes 20-60, on 100,000 turns)."""
-    cursor.execute("SELECT set_config('plan_cache_mode', 'force_custom_plan', true)")
+    """``plan_cache_mode`` alone, for a search without vector settings: a prepared
+    search statement is planned for its own values every time (a generic plan of the
+    session-coverage statement took 250 ms where its custom plan takes 20-60, on
+    100,000 turns)."""
+    cursor.execute("SELECT " + _CUSTOM_PLANS)
 
 
 def nearest_rows(nearest: Callable[..., str], distance: str) -> tuple[str, str]:

@@ -338,7 +338,7 @@ def sessions_coverage(
     with transaction.atomic(), connection.cursor() as cursor:
         plan_for_these_values(cursor)
         cursor.execute(session_coverage_sql(where), params)
-        return {session_id: 0.0 for session_id in session_ids} | dict(cursor.fetchall())
+        return dict.fromkeys(session_ids, 0.0) | dict(cursor.fetchall())
 
 
 @dataclass(frozen=True)

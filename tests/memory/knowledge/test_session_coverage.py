@@ -94,6 +94,14 @@ def _plans(marker: str) -> tuple[int, int]:
     return int(generic), int(custom)
 
 
+def _generic_plans_by_default() -> None:
+    """Every prepared statement of this connection generic, unless its transaction says
+    not. The test's transaction ends in a rollback, which undoes this SET; a search's
+    SET LOCAL lasts to the end of that outer transaction, so each part sets it anew."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+
+
 def test_search_statements_are_planned_for_their_own_values_every_time(api, monkeypatch):
     # Prepared on the server (CAIRN_DB_PREPARE), PostgreSQL would switch a statement to
     # a generic plan after five runs; the coverage statement's took 250 ms where its own
@@ -102,10 +110,7 @@ def test_search_statements_are_planned_for_their_own_values_every_time(api, monk
     _store(api, "a", ["I adopted a puppy from the shelter.", "Her name is Pixie."])
     _store(api, "b", ["The shelter puppy was adorable."])
     workspace = api.agent.workspace
-    with connection.cursor() as cursor:
-        # Every prepared statement generic, unless the statement's transaction says not
-        # (this test's transaction ends in a rollback, which undoes the SET).
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    _generic_plans_by_default()
     for i in range(8):
         sessions_coverage(
             workspace=workspace, query=f"shelter puppy name {i}", session_ids=["a", "b"]
@@ -113,9 +118,7 @@ def test_search_statements_are_planned_for_their_own_values_every_time(api, monk
     generic, custom = _plans("held AS (")
     assert generic == 0 and custom >= 6  # prepared from its third run
 
-    with connection.cursor() as cursor:
-        # A SET LOCAL lasts to the end of the outer transaction, this test's.
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    _generic_plans_by_default()
     monkeypatch.setattr(turn_search, "get_embedder", lambda: BrokenEmbedder())
     for i in range(8):
         body = api.get(SEARCH, {"q": f"shelter puppy {i}"}).json()
@@ -129,8 +132,7 @@ def test_search_statements_are_planned_for_their_own_values_every_time(api, monk
         {"content": "The shelter puppy is called Pixie", "category": "fact"},
         format="json",
     )
-    with connection.cursor() as cursor:
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    _generic_plans_by_default()
     monkeypatch.setattr(recall, "get_embedder", lambda: BrokenEmbedder())
     for i in range(8):
         body = api.post("/api/v1/recall/", {"query": f"shelter puppy {i}"}, format="json").json()
