@@ -240,9 +240,10 @@ class ConversationSearchParams(PageParams):
         help_text="`session`: rank sessions (by a soft maximum of their turns' relevance: "
         "the best turn, plus more for other good ones, plus a share for the query's words "
         "said anywhere in the session, rare words counting more); `sessions` lists them "
-        "with their "
-        "best turns, `results` holds those "
-        "turns, and limit/offset/count count sessions.",
+        "with their best turns, `results` holds those turns, and limit/offset/count count "
+        "sessions. The order is the same whatever page is asked: sessions among the best "
+        "CAIRN_TURN_SESSION_DEPTH (50) turns by that score, then further ones by their "
+        "best turn.",
     )
     neighbours = serializers.IntegerField(
         required=False,
@@ -294,7 +295,8 @@ class ConversationSessionOut(serializers.Serializer):
     session_id = serializers.CharField()
     score = serializers.FloatField(
         help_text="Soft maximum of its turns' relevance (T·ln Σ exp(r/T)), plus "
-        "CAIRN_TURN_SESSION_COVERAGE × the idf-weighted share of the query's words it says."
+        "CAIRN_TURN_SESSION_COVERAGE × the idf-weighted share of the query's words it says; "
+        "a session past the best CAIRN_TURN_SESSION_DEPTH turns: its best turn's relevance."
     )
     matches = serializers.IntegerField(help_text="Turns of this session among the candidates.")
     turns = ConversationHitOut(many=True, source="hits", help_text="Its best turns.")

@@ -289,11 +289,16 @@ def session_score(relevances: list[float]) -> float:
 
 
 def turns_group_sessions(
-    hits: list[TurnHit], *, per_session: int = 3, coverage: dict[str, float] | None = None
+    hits: list[TurnHit],
+    *,
+    per_session: int = 3,
+    coverage: dict[str, float] | None = None,
+    best_turn_only: bool = False,
 ) -> list[SessionHit]:
     """Sessions ranked by ``session_score`` of their turns among ``hits``, plus
     ``CAIRN_TURN_SESSION_COVERAGE`` × the session's share of the query's words
-    (``coverage``, from ``sessions_coverage``)."""
+    (``coverage``, from ``sessions_coverage``). ``best_turn_only``: each session
+    scores its best turn's relevance alone (the tail of ``conversation_search``)."""
     by_session: dict[str, list[TurnHit]] = {}
     for hit in hits:
         by_session.setdefault(hit.session_id, []).append(hit)
@@ -302,7 +307,9 @@ def turns_group_sessions(
     sessions = [
         SessionHit(
             session_id=session_id,
-            score=session_score([h.relevance for h in turns])
+            score=max(h.relevance for h in turns)
+            if best_turn_only
+            else session_score([h.relevance for h in turns])
             + weight * coverage.get(session_id, 0.0),
             hits=turns[:per_session],
             matches=len(turns),
@@ -348,8 +355,40 @@ class ConversationSearchResult:
     sessions: list[SessionHit] | None = None
 
 
-# group=session ranks sessions from at most this many of the best turns.
+# group=session: pages deeper than the sessions among the best CAIRN_TURN_SESSION_DEPTH
+# turns take further sessions from at most this many of the best turns.
 SESSION_GROUP_TURNS_MAX = 500
+
+
+def _sessions_ranked(
+    *, workspace: Workspace, q: str, vector, wanted: int, scope: dict
+) -> list[SessionHit]:
+    """Sessions for ``group=session``, the same order whatever page is asked.
+
+    The head: the sessions among the best ``CAIRN_TURN_SESSION_DEPTH`` turns, by
+    ``turns_group_sessions`` (soft maximum plus coverage), always from that many
+    turns: the first page of 5 and a page of 50 agree on their first five.
+    When a page reaches past the head, the tail follows: further sessions among
+    the best 10 × (offset + limit) turns (at most ``SESSION_GROUP_TURNS_MAX``),
+    each scoring its best turn alone, an order a deeper search only extends (its
+    best turn ranks below the head's best turns, so the scores still fall).
+    """
+    depth = settings.CAIRN_TURN_SESSION_DEPTH
+    found = turn_search(workspace=workspace, query=q, query_embedding=vector, top_k=depth, **scope)
+    head_ids = sorted({h.session_id for h in found.hits})
+    coverage = (
+        sessions_coverage(workspace=workspace, query=q, session_ids=head_ids, **scope)
+        if settings.CAIRN_TURN_SESSION_COVERAGE > 0
+        else {}
+    )
+    head = turns_group_sessions(found.hits, coverage=coverage)
+    deeper = min(wanted * 10, SESSION_GROUP_TURNS_MAX)
+    if wanted <= len(head) or deeper <= depth or len(found.hits) < depth:
+        return head
+    more = turn_search(workspace=workspace, query=q, query_embedding=vector, top_k=deeper, **scope)
+    known = set(head_ids)
+    tail = [h for h in more.hits if h.session_id not in known]
+    return head + turns_group_sessions(tail, best_turn_only=True)
 
 
 def conversation_search(
@@ -386,28 +425,18 @@ def conversation_search(
     except EmbeddingError:
         logger.exception("query embedding failed; conversation search uses full text only")
         vector = None
-    if group == "session":
-        depth = min(max((offset + limit) * 10, 50), SESSION_GROUP_TURNS_MAX)
-    else:
-        depth = offset + limit
-    found = turn_search(workspace=workspace, query=q, query_embedding=vector, top_k=depth, **scope)
     sessions = None
     if group == "session":
-        coverage = (
-            sessions_coverage(
-                workspace=workspace,
-                query=q,
-                session_ids=sorted({h.session_id for h in found.hits}),
-                **scope,
-            )
-            if settings.CAIRN_TURN_SESSION_COVERAGE > 0
-            else {}
+        grouped = _sessions_ranked(
+            workspace=workspace, q=q, vector=vector, wanted=offset + limit, scope=scope
         )
-        grouped = turns_group_sessions(found.hits, coverage=coverage)
         sessions = grouped[offset : offset + limit]
         items = [hit for s in sessions for hit in s.hits]
         count = len(grouped)
     else:
+        found = turn_search(
+            workspace=workspace, query=q, query_embedding=vector, top_k=offset + limit, **scope
+        )
         items = found.hits[offset : offset + limit]
         count = found.count
     every = SearchQuery(q, config="english", search_type="websearch")
