@@ -348,6 +348,10 @@ CAIRN_RECALL_CANDIDATE_MIN = 20
 CAIRN_RECALL_EF_SEARCH = envint("CAIRN_RECALL_EF_SEARCH", 100)
 CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_order")
 CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
+# A search scope (a workspace, with its filters) of fewer rows than this is read
+# exactly instead of walking the shared HNSW index (memory/knowledge/recall.py,
+# nearest_rows): about as cheap, and never misled by other scopes' or dead rows.
+CAIRN_RECALL_EXACT_BELOW = envint("CAIRN_RECALL_EXACT_BELOW", 1000)
 # Conversation turns: hybrid search (memory/knowledge/turn_search.py), tuned on LoCoMo by
 # bench/bench_recall.py (README "Knowledge and recall" says what each knob does).
 CAIRN_TURN_EMBED_CONTEXT = envstr("CAIRN_TURN_EMBED_CONTEXT", "window")  # turn_text.py: modes

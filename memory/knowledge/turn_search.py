@@ -182,6 +182,7 @@ def turn_search(
             "emodel": get_embedder().model_id if use_vector else "",
             "text": words,
             "n": n,
+            "exact_below": int(settings.CAIRN_RECALL_EXACT_BELOW),
             "w_vec": float(w_vec) if use_vector else 0.0,
             "w_text": float(w_text) if use_text else 0.0,
             "rrf_k": rrf_k,

@@ -124,16 +124,11 @@ def turn_search_sql(
         f"'')::tsquery FROM ({TERMS_SQL}) terms) AS q),"
     ]
     if use_vector:
-
-        def nearest(order: str, extra: str = "") -> str:
-            return f"""
-            SELECT t.id, t.embedding <=> %(qvec)s::vector AS dist
-            FROM memory_conversationturn t
-            WHERE {where} AND t.embedding IS NOT NULL AND t.embedding_model = %(emodel)s{extra}
-            ORDER BY {order}
-            LIMIT %(n)s"""
-
-        vec_index, rows = nearest_rows(nearest, "t.embedding <=> %(qvec)s::vector")
+        vec_index, rows = nearest_rows(
+            f"""FROM memory_conversationturn t
+            WHERE {where} AND t.embedding IS NOT NULL AND t.embedding_model = %(emodel)s""",
+            "t.embedding <=> %(qvec)s::vector",
+        )
         parts.append(vec_index)
         parts.append(f"""
         vec AS MATERIALIZED (

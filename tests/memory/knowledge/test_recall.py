@@ -1,5 +1,6 @@
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -12,6 +13,7 @@ from memory.knowledge.services import knowledge_forget, knowledge_remember, know
 from memory.models import Knowledge
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory
+from tests.memory.knowledge.advice_fixture import ADVICE, DISTRACTORS, PREFERENCES
 from tests.memory.knowledge.recall_fixture import FACTS
 
 # Rows written straight to the table carry their model, as the services write them.
@@ -216,6 +218,7 @@ def test_a_walk_cut_short_by_other_tenants_rows_is_answered_exactly(workspace, s
     ones not yet vacuumed), and may come back with a few of this workspace's rows
     but not all it was asked for. Recall then answers the scope exactly."""
     settings.CAIRN_RECALL_MAX_SCAN_TUPLES = 100
+    settings.CAIRN_RECALL_EXACT_BELOW = 0  # walk the index, as for a large workspace
     embedder = get_embedder()
     texts = [f"Filler note {i} about assorted topics" for i in range(600)]
     other = WorkspaceFactory()
@@ -238,6 +241,49 @@ def test_a_walk_cut_short_by_other_tenants_rows_is_answered_exactly(workspace, s
         cursor.execute("SET LOCAL enable_sort = off")
     result = knowledge_recall(workspace=workspace, query="assorted topics", top_k=10)
     assert set(_ids(result)) == {w.pk for w in wanted}
+
+
+def test_a_small_workspace_is_searched_exactly_however_crowded_the_index(workspace):
+    """The advice fixture (issue 17) stored, deleted and stored again elsewhere:
+    80 dead copies of each vector in the shared HNSW graph, not yet vacuumed. The
+    walk then came back with enough of this workspace's rows, but not its nearest
+    (dense hit@3 fell from 10 to 3). A workspace under CAIRN_RECALL_EXACT_BELOW rows
+    is read exactly, so its nearest rows are the exact nearest rows."""
+    embedder = get_embedder()
+    contents = PREFERENCES + DISTRACTORS
+    vectors = np.array(embedder.embed(contents))
+    mine = Knowledge.objects.bulk_create(
+        Knowledge(workspace=workspace, content=c, embedding=v, embedding_model=MODEL)
+        for c, v in zip(contents, vectors, strict=True)
+    )
+    other = WorkspaceFactory()
+    columns = [
+        f.column
+        for f in Knowledge._meta.concrete_fields
+        if f.column not in ("id", "workspace_id", "content", "search_vector")
+    ]
+    listed = ", ".join(columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO memory_knowledge (workspace_id, content, {listed}) "
+            f"SELECT %s, content || ' ' || g, {listed} FROM memory_knowledge, "
+            "generate_series(1, 80) g WHERE workspace_id = %s",
+            [other.pk, workspace.pk],
+        )
+        cursor.execute("DELETE FROM memory_knowledge WHERE workspace_id = %s", [other.pk])
+        cursor.execute("SET LOCAL enable_sort = off")  # the plan a large table gets
+    questions = [question for _, question, _ in ADVICE]
+    asked = np.array([embedder.embed_one(q) for q in questions])
+    nearest = np.argsort(-(asked @ vectors.T), axis=1)[:, :3]
+    for question, vector, expected in zip(questions, asked, nearest, strict=True):
+        hits = knowledge_search(
+            workspace=workspace,
+            query=question,
+            query_embedding=vector.tolist(),
+            top_k=3,
+            text_weight=0.0,
+        )
+        assert [h.id for h in hits] == [mine[i].pk for i in expected], question
 
 
 # --------------------------------------------------------------------------- retrieval is not evidence

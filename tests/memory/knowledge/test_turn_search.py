@@ -270,6 +270,7 @@ def test_a_walk_cut_short_by_other_workspaces_turns_is_answered_exactly(api, mak
     mostly another workspace's turns; what it missed of this one's is read exactly."""
     settings.CAIRN_RECALL_MAX_SCAN_TUPLES = 60
     settings.CAIRN_RECALL_EF_SEARCH = 10  # the walk's first pass: the candidate count
+    settings.CAIRN_RECALL_EXACT_BELOW = 0  # walk the index, as for a large workspace
     other = make_api().agent.workspace
     texts = [f"Note {i}: we ate pasta for dinner" for i in range(200)]
     embedder = get_embedder()
