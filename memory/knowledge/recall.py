@@ -153,10 +153,10 @@ def nearest_rows(scope: str, distance: str) -> tuple[str, str]:
 
     Why a small scope is not walked: the index is shared by every workspace, and
     rows deleted but not yet vacuumed stay in its graph. When they crowd a query's
-    neighbourhood (a workspace's 220 items deleted and stored again, 80 times),
-    the walk still brought back %(n)s rows of the scope, but not its nearest: the
-    advice questions of issue 17 found 3 of their 20 answers in the top 3 instead
-    of 7. Reading 1,000 rows exactly cost 5.4 ms against 5.0 for the walk
+    neighbourhood (a workspace's 220 items also stored 80 times elsewhere and
+    deleted), the walk still brought back %(n)s rows of the scope, but not its
+    nearest: the advice questions of issue 17 found 3 of their 20 answers in the
+    top 3 instead of 7. Reading 1,000 rows exactly cost 5.4 ms against 5.0 for the walk
     (README, Benchmarks), and cannot miss. The walk comes back short when its
     ef_search candidates were filtered out or it stopped at
     ``hnsw.max_scan_tuples``.

@@ -244,11 +244,12 @@ def test_a_walk_cut_short_by_other_tenants_rows_is_answered_exactly(workspace, s
 
 
 def test_a_small_workspace_is_searched_exactly_however_crowded_the_index(workspace):
-    """The advice fixture (issue 17) stored, deleted and stored again elsewhere:
-    80 dead copies of each vector in the shared HNSW graph, not yet vacuumed. The
-    walk then came back with enough of this workspace's rows, but not its nearest
-    (dense hit@3 fell from 10 to 3). A workspace under CAIRN_RECALL_EXACT_BELOW rows
-    is read exactly, so its nearest rows are the exact nearest rows."""
+    """The advice fixture (issue 17), with 80 copies of each of its vectors stored in
+    another workspace and deleted: dead entries in the shared HNSW graph, not yet
+    vacuumed. The walk then came back with enough of this workspace's rows but not
+    its nearest (through the API, 3 of the 20 answers in the top 3 instead of 7).
+    A workspace under CAIRN_RECALL_EXACT_BELOW rows is read exactly: its nearest
+    rows are the exact nearest rows. Fails with CAIRN_RECALL_EXACT_BELOW=0."""
     embedder = get_embedder()
     contents = PREFERENCES + DISTRACTORS
     vectors = np.array(embedder.embed(contents))
