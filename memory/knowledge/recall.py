@@ -156,9 +156,9 @@ def nearest_rows(scope: str, distance: str) -> tuple[str, str]:
     neighbourhood (a workspace's 220 items also stored 80 times elsewhere and
     deleted), the walk still brought back %(n)s rows of the scope, but not its
     nearest: the advice questions of issue 17 found 3 of their 20 answers in the
-    top 3 instead of 7. Reading 1,000 rows exactly cost 5.4 ms against 5.0 for the walk
-    (README, Benchmarks), and cannot miss. The walk comes back short when its
-    ef_search candidates were filtered out or it stopped at
+    top 3 instead of 7. Reading 1,000 rows exactly cost 5.4 ms against 5.0 for
+    the walk (README, Benchmarks), and cannot miss. The walk comes back short
+    when its ef_search candidates were filtered out or it stopped at
     ``hnsw.max_scan_tuples``.
 
     Both checks are uncorrelated subqueries, one-time filters: the walk runs only
