@@ -14,8 +14,11 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     [
         ("What did she paint on October 13, 2023?", (2023, 10, 12), (2023, 10, 15)),
         ("Who came over on 1 February, 2023?", (2023, 1, 31), (2023, 2, 3)),
-        ("What setback did Melanie face in October 2023?", (2023, 10, 1), (2023, 11, 15)),
-        ("Where did we go in December 2022?", (2022, 12, 1), (2023, 1, 15)),
+        ("What setback did Melanie face in October 2023?", (2023, 10, 1), (2023, 11, 22)),
+        ("Where did we go in December 2022?", (2022, 12, 1), (2023, 1, 22)),
+        ("Where was John between August 11 and August 15 2023?", (2023, 8, 10), (2023, 8, 17)),
+        ("What happened from 3rd of May to 9 June, 2023?", (2023, 5, 2), (2023, 6, 11)),
+        ("between 20 December 2022 and 2 January 2023", (2022, 12, 19), (2023, 1, 4)),
         ("How many beach trips in 2023?", (2023, 1, 1), (2024, 1, 1)),
         ("What happened last year?", (2025, 1, 1), (2026, 1, 1)),
     ],
@@ -24,6 +27,17 @@ def test_dates_months_and_years_become_windows(query, start, end):
     window = query_time_window(query, now=NOW)
     assert window.start == datetime(*start, tzinfo=UTC)
     assert window.end == datetime(*end, tzinfo=UTC)
+
+
+def test_a_range_backwards_or_of_an_impossible_day_falls_back_to_the_first_date_named():
+    # Not a period: the days are read one at a time, as the patterns above do.
+    backwards = query_time_window("between August 15 and August 11 2023", now=NOW)
+    assert (backwards.start, backwards.end) == (
+        datetime(2023, 8, 10, tzinfo=UTC),
+        datetime(2023, 8, 13, tzinfo=UTC),
+    )
+    impossible = query_time_window("between 31 February and 3 March 2023", now=NOW)
+    assert impossible.start == datetime(2023, 3, 2, tzinfo=UTC)
 
 
 def test_a_month_alone_matches_that_month_of_any_year_but_may_the_verb_does_not():
