@@ -1,7 +1,7 @@
 """When a query asks about: dates and periods named in its words.
 
 "in May 2023", "on 13 October, 2023", "October 13, 2023", "between August 11 and
-August 15, 2023", "in 2022", "in June" (any year), and relative ones ("yesterday", "last week", "last month",
+August 15, 2023", "the first weekend of October 2023", "in 2022", "in June" (any year), and relative ones ("yesterday", "last week", "last month",
 "recently", "last year") read against ``now``. Turn search boosts the turns said
 within the window (memory/knowledge/turn_search.py); it never filters, since a
 conversation often mentions an event a little after it happened.
@@ -34,6 +34,9 @@ MONTHS = {
     )
     for name in names
 }
+# "the first week of May 2023": the week's first day in its month (the last week
+# ends with the month).
+WEEKS = {"first": 1, "second": 8, "third": 15, "fourth": 22, "last": -7}
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _MONTH = rf"(?P<month>{_MONTH_NAMES})\.?"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
@@ -44,6 +47,12 @@ _DAY_PATTERNS = (
 )
 _PATTERNS = [
     *(("day", pattern) for pattern in _DAY_PATTERNS),
+    (
+        "week",
+        re.compile(
+            rf"\b(?P<nth>{'|'.join(WEEKS)})\s+week(?:end)?\s+of\s+{_MONTH},?\s+{_YEAR}\b", re.I
+        ),
+    ),
     ("month", re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I)),
     ("year", re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b", re.I)),
     # A month alone ("in June") only after a preposition: "may" is also a verb.
@@ -62,6 +71,7 @@ _RANGE = re.compile(
 # with his colleagues in March 2023?" is answered on 18 April; session any@5
 # +3 questions with three weeks instead of two, none lost).
 DAY_MARGIN = timedelta(days=1)
+WEEK_MARGIN = timedelta(days=7)
 MONTH_MARGIN = timedelta(days=21)
 
 
@@ -126,6 +136,14 @@ def query_time_window(query: str, *, now: datetime) -> TimeWindow | None:
             if kind == "day":
                 day = datetime(int(parts["year"]), month, int(parts["day"]), tzinfo=UTC)
                 return TimeWindow(day - DAY_MARGIN, day + timedelta(days=1) + DAY_MARGIN)
+            if kind == "week":
+                first = WEEKS[parts["nth"]]
+                start = (
+                    datetime(int(parts["year"]), month, first, tzinfo=UTC)
+                    if first > 0
+                    else _month_start(int(parts["year"]), month + 1) + timedelta(days=first)
+                )
+                return TimeWindow(start - DAY_MARGIN, start + timedelta(days=7) + WEEK_MARGIN)
             if kind == "month":
                 start = _month_start(int(parts["year"]), month)
                 return TimeWindow(start, _month_start(start.year, month + 1) + MONTH_MARGIN)

@@ -19,6 +19,12 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
         ("Where was John between August 11 and August 15 2023?", (2023, 8, 10), (2023, 8, 17)),
         ("What happened from 3rd of May to 9 June, 2023?", (2023, 5, 2), (2023, 6, 11)),
         ("between 20 December 2022 and 2 January 2023", (2022, 12, 19), (2023, 1, 4)),
+        (
+            "What was Dave doing in the first weekend of October 2023?",
+            (2023, 9, 30),
+            (2023, 10, 15),
+        ),
+        ("Where was Calvin in the last week of October 2023?", (2023, 10, 24), (2023, 11, 8)),
         ("How many beach trips in 2023?", (2023, 1, 1), (2024, 1, 1)),
         ("What happened last year?", (2025, 1, 1), (2026, 1, 1)),
     ],
