@@ -56,7 +56,7 @@ DEFAULT = {
     "CAIRN_TURN_BEFORE_CREDIT": 0.0,
     "CAIRN_TURN_ANSWER_BOOST": 0.3,
     "CAIRN_TURN_SESSION_TEMPERATURE": 0.2,  # group=session: soft maximum of the turns
-    "CAIRN_TURN_SESSION_COVERAGE": 0.5,  # ... + 0.5 × its share of the query's words
+    "CAIRN_TURN_SESSION_COVERAGE": 0.4,  # ... + 0.4 × its share of the query's words
 }
 # Rows measured before a knob existed ran without it (merged runs keep their rows).
 ABSENT = {
@@ -211,6 +211,12 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         (
             "… + a session lifted by 0.5 × its idf-weighted share of the question's words",
             "window",
+            {"CAIRN_TURN_SESSION_COVERAGE": 0.5},
+            ("conversations", "sessions"),
+        ),
+        (
+            "… + a month's events counted three weeks on, day spans and weeks read; lift 0.4",
+            "window",
             {},
             ("conversations", "sessions"),
         ),
@@ -222,7 +228,7 @@ def _variants(quick: bool) -> list[tuple[str, str, dict, tuple]]:
         ),
     ]
     if quick:
-        keep = {0, 3, 5, 24}
+        keep = {0, 3, 5, 24, 25}
         rows = [r for i, r in enumerate(rows) if i in keep]
     return rows
 

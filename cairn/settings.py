@@ -372,7 +372,7 @@ CAIRN_TURN_BEFORE_CREDIT = 0.0  # off: lost paraphrases (memory/knowledge/answer
 # group=session: a session scores T·ln Σ exp(relevance/T) over its turns (0: best + 0.3 second).
 CAIRN_TURN_SESSION_TEMPERATURE = envfloat("CAIRN_TURN_SESSION_TEMPERATURE", 0.2)
 # ... plus this × its idf-weighted share of the query's words said in any of its turns.
-CAIRN_TURN_SESSION_COVERAGE = envfloat("CAIRN_TURN_SESSION_COVERAGE", 0.5)
+CAIRN_TURN_SESSION_COVERAGE = envfloat("CAIRN_TURN_SESSION_COVERAGE", 0.4)
 # ... all counted among this many of the best turns, whatever page is asked (turn_search.py).
 CAIRN_TURN_SESSION_DEPTH = envint("CAIRN_TURN_SESSION_DEPTH", 50)
 # Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.
