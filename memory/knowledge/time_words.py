@@ -1,8 +1,9 @@
 """When a query asks about: dates and periods named in its words.
 
 "in May 2023", "on 13 October, 2023", "October 13, 2023", "between August 11 and
-August 15, 2023", "the first weekend of October 2023", "in 2022", "in June" (any year), and relative ones ("yesterday", "last week", "last month",
-"recently", "last year") read against ``now``. Turn search boosts the turns said
+August 15, 2023", "the first weekend of October 2023", "in 2022", "in June" (any
+year), and relative ones ("yesterday", "last week", "last month", "recently",
+"last year") read against ``now``. Turn search boosts the turns said
 within the window (memory/knowledge/turn_search.py); it never filters, since a
 conversation often mentions an event a little after it happened.
 """

@@ -35,8 +35,8 @@ def test_dates_months_and_years_become_windows(query, start, end):
     assert window.end == datetime(*end, tzinfo=UTC)
 
 
-def test_a_range_backwards_or_of_an_impossible_day_falls_back_to_the_first_date_named():
-    # Not a period: the days are read one at a time, as the patterns above do.
+def test_a_backwards_or_impossible_range_is_read_as_the_one_full_date_it_holds():
+    # Not a span: the query is read as if it named no range, by the patterns above.
     backwards = query_time_window("between August 15 and August 11 2023", now=NOW)
     assert (backwards.start, backwards.end) == (
         datetime(2023, 8, 10, tzinfo=UTC),
