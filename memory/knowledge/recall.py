@@ -183,6 +183,12 @@ def nearest_rows(scope: str, distance: str) -> tuple[str, str]:
     return ctes, rows
 
 
+def nearest_rows_params() -> dict:
+    """The parameter ``nearest_rows``' SQL reads beyond its caller's (``n``, the query
+    vector): read at each search, so a changed setting takes effect at once."""
+    return {"exact_below": int(settings.CAIRN_RECALL_EXACT_BELOW)}
+
+
 def _tsquery_sql(mode: str) -> str:
     if mode == "or":
         # Any lexeme of the query (stemmed and stop-word-filtered by the english config);
@@ -368,7 +374,7 @@ def recall_sql_params(*, w_vec: float, w_text: float, rrf_k: int, text_gate: boo
         "text_gate": bool(text_gate),
         "text_weak": float(settings.CAIRN_RECALL_TEXT_WEAK),
         "text_strong": float(settings.CAIRN_RECALL_TEXT_STRONG),
-        "exact_below": int(settings.CAIRN_RECALL_EXACT_BELOW),
+        **nearest_rows_params(),
     }
 
 

@@ -57,7 +57,12 @@ from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.knowledge.answer_kind import TRAILING_ASIDE_SQL, answer_pattern
 from memory.knowledge.bm25 import bm25_params
-from memory.knowledge.recall import plan_for_these_values, set_vector_search, vector_literal
+from memory.knowledge.recall import (
+    nearest_rows_params,
+    plan_for_these_values,
+    set_vector_search,
+    vector_literal,
+)
 from memory.knowledge.rerank import rerank_scores
 from memory.knowledge.selectors import SNIPPET_OPTIONS, Page, any_word_query, page_size
 from memory.knowledge.time_words import query_time_window
@@ -182,7 +187,7 @@ def turn_search(
             "emodel": get_embedder().model_id if use_vector else "",
             "text": words,
             "n": n,
-            "exact_below": int(settings.CAIRN_RECALL_EXACT_BELOW),
+            **nearest_rows_params(),
             "w_vec": float(w_vec) if use_vector else 0.0,
             "w_text": float(w_text) if use_text else 0.0,
             "rrf_k": rrf_k,
