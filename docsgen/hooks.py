@@ -33,7 +33,9 @@ def on_files(files: Files, config) -> Files:
     for uri, content in pages.items():
         files.append(File.generated(config, uri, content=content))
     for path in sorted(BENCH_RESULTS.glob("*.svg")):
-        files.append(File.generated(config, f"benchmarks/results/{path.name}", abs_src_path=str(path)))
+        files.append(
+            File.generated(config, f"benchmarks/results/{path.name}", abs_src_path=str(path))
+        )
     for path in sorted(BENCH_RESULTS.glob("*.md")):
         title = f"# Current result: {path.stem}\n\n"
         note = (
@@ -41,7 +43,9 @@ def on_files(files: Files, config) -> Files:
             "(earlier runs are in the repository's history).\n\n"
         )
         files.append(
-            File.generated(config, f"benchmarks/results/{path.name}", content=title + note + path.read_text())
+            File.generated(
+                config, f"benchmarks/results/{path.name}", content=title + note + path.read_text()
+            )
         )
     return files
 

@@ -34,7 +34,15 @@ def schema() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "schema.json"
         subprocess.run(
-            [sys.executable, "manage.py", "spectacular", "--format", "openapi-json", "--file", str(out)],
+            [
+                sys.executable,
+                "manage.py",
+                "spectacular",
+                "--format",
+                "openapi-json",
+                "--file",
+                str(out),
+            ],
             cwd=ROOT,
             env=offline_env(),
             check=True,
@@ -88,7 +96,10 @@ def markdown(spec: dict) -> str:
                 lines += [op["description"].strip(), ""]
             params = op.get("parameters") or []
             if params:
-                lines += ["| parameter | in | required | type | description |", "| --- | --- | --- | --- | --- |"]
+                lines += [
+                    "| parameter | in | required | type | description |",
+                    "| --- | --- | --- | --- | --- |",
+                ]
                 for p in params:
                     lines.append(
                         f"| `{p['name']}` | {p.get('in', '')} | {'yes' if p.get('required') else 'no'} "
@@ -117,13 +128,18 @@ def markdown(spec: dict) -> str:
                 lines += [_cell(node["description"]), ""]
             props = node.get("properties") or {}
             if node.get("enum"):
-                lines += ["One of: " + ", ".join(f"`{v}`" for v in node["enum"] if v is not None), ""]
+                lines += [
+                    "One of: " + ", ".join(f"`{v}`" for v in node["enum"] if v is not None),
+                    "",
+                ]
             if props:
                 required = set(node.get("required") or [])
                 lines += ["| field | type | required | description |", "| --- | --- | --- | --- |"]
                 for field, prop in props.items():
-                    kind = _ref_name(prop) if "$ref" in prop or prop.get("type") else _ref_name(
-                        (prop.get("allOf") or prop.get("oneOf") or [{}])[0]
+                    kind = (
+                        _ref_name(prop)
+                        if "$ref" in prop or prop.get("type")
+                        else _ref_name((prop.get("allOf") or prop.get("oneOf") or [{}])[0])
                     )
                     flags = " (read-only)" if prop.get("readOnly") else ""
                     lines.append(

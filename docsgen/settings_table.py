@@ -68,7 +68,9 @@ def settings_read(path: Path) -> list[Setting]:
                 name = first.value
                 default = node.args[1] if len(node.args) > 1 else None
             elif (
-                isinstance(func, ast.Attribute) and func.attr == "get" and _is_os_environ(func.value)
+                isinstance(func, ast.Attribute)
+                and func.attr == "get"
+                and _is_os_environ(func.value)
             ):
                 name = first.value
                 default = node.args[1] if len(node.args) > 1 else None
@@ -122,8 +124,10 @@ def markdown() -> str:
     for setting in all_settings():
         entry = known[setting.name]
         default = entry.get("default", setting.default)
-        shown = f"`{default}`" if default not in ("", None) and not default.startswith("*") else (
-            default or "*(empty)*"
+        shown = (
+            f"`{default}`"
+            if default not in ("", None) and not default.startswith("*")
+            else (default or "*(empty)*")
         )
         text = " ".join(str(entry["description"]).split()).replace("|", "\\|")
         rows.append(f"| `{setting.name}` | {shown} | {text} |")
@@ -138,7 +142,9 @@ def markdown() -> str:
         ]
         for name, entry in extra.items():
             text = " ".join(str(entry["description"]).split()).replace("|", "\\|")
-            rows.append(f"| `{name}` | `{entry.get('default', '')}` | {text} (`{entry['read_by']}`) |")
+            rows.append(
+                f"| `{name}` | `{entry.get('default', '')}` | {text} (`{entry['read_by']}`) |"
+            )
     return "\n".join(rows) + "\n"
 
 

@@ -52,7 +52,13 @@ def snippets(path: Path) -> list[Snippet]:
             i += 1
         marker = _MARKER.match(lines[start - 1]) if start else None
         found.append(
-            Snippet(path, start + 1, language.lower(), marker.group(1) if marker else None, "\n".join(body))
+            Snippet(
+                path,
+                start + 1,
+                language.lower(),
+                marker.group(1) if marker else None,
+                "\n".join(body),
+            )
         )
         i += 1
     return found
