@@ -62,6 +62,19 @@ def _ref_name(node: dict | None) -> str:
     return node.get("type", "object")
 
 
+def _ref_link(node: dict | None) -> str:
+    """The type of ``node``, a link to its schema below when it is one (anchors are
+    checked by the strict build)."""
+    if not node:
+        return ""
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        return f"[`{name}`](#{name.lower()})"
+    if node.get("type") == "array" and "$ref" in (node.get("items") or {}):
+        return f"list of {_ref_link(node['items'])}"
+    return f"`{_ref_name(node)}`"
+
+
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
@@ -109,14 +122,14 @@ def markdown(spec: dict) -> str:
             body = (op.get("requestBody") or {}).get("content", {})
             if body:
                 kind, media = next(iter(body.items()))
-                lines += [f"Request body ({kind}): `{_ref_name(media.get('schema'))}`", ""]
+                lines += [f"Request body ({kind}): {_ref_link(media.get('schema'))}", ""]
             responses = op.get("responses") or {}
             if responses:
                 lines += ["| status | body | description |", "| --- | --- | --- |"]
                 for status, resp in responses.items():
                     content = resp.get("content") or {}
-                    shape = _ref_name(next(iter(content.values())).get("schema")) if content else ""
-                    lines.append(f"| {status} | `{shape}` | {_cell(resp.get('description', ''))} |")
+                    shape = _ref_link(next(iter(content.values())).get("schema")) if content else ""
+                    lines.append(f"| {status} | {shape} | {_cell(resp.get('description', ''))} |")
                 lines.append("")
     schemas = spec.get("components", {}).get("schemas", {})
     if schemas:
