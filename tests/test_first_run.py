@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,27 @@ def test_start_scripts_echo_lines_fit_80_columns(script):
     lines = [e.replace("$SITE_URL", DEFAULT_SITE_URL) for e in echoed]
     too_wide = [line for line in lines if len(line) > 80]
     assert not too_wide, too_wide
+
+
+def test_make_run_without_chromium_says_once_that_only_the_browser_tests_need_it(tmp_path):
+    """bin/cairn-run on a machine without /usr/bin/chromium: one line, then it goes on.
+    (The script is run with the browser path pointed at nothing and the final exec
+    replaced, so nothing is started.)"""
+    script = (BASE_DIR / "bin" / "cairn-run").read_text()
+    check = "[ ! -x /usr/bin/chromium ]"
+    assert check in script
+    probe = script.replace(check, f"[ ! -x {tmp_path / 'no-chromium'} ]").replace(
+        "exec .venv/bin/python -m cairn.embedded run -- bin/cairn-serve", 'echo "went on"'
+    )
+    assert 'echo "went on"' in probe, (
+        "bin/cairn-run no longer ends with the exec this test replaces"
+    )
+    (tmp_path / "bin").mkdir()
+    runner = tmp_path / "bin" / "cairn-run"
+    runner.write_text(probe)
+    done = subprocess.run(["bash", str(runner)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    said = [line for line in lines if "chromium" in line]
+    assert len(said) == 1 and "browser tests" in said[0] and len(said[0]) <= 80, lines
+    assert lines[-1] == "went on"
