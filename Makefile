@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test install lint format bench stop status clean-var backup restore
+.PHONY: run test install lint format bench docs stop status clean-var backup restore
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ run: $(STAMP)
 test: $(STAMP)
 	@test -x /usr/bin/chromium || { echo "make test: browser tests need Debian's chromium (apt-get install chromium)"; exit 1; }
 	$(PY) -m cairn.embedded run -- $(PY) -m pytest $(PYTEST_ARGS)
+
+# The docs site from docs/ into var/site/. Strict: a broken link, anchor or nav entry
+# fails it. The API, configuration and command references are generated (docsgen/);
+# no service needs to run.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -9,8 +9,9 @@ embedded by the server's own embedder. Each worker's
 resident memory (VmRSS) is sampled as the embeddings add up.
 
 Runs are kept by label in ``results/rss.json`` (``--label``; the default is
-``current``), so a run of older code (``before``) stays beside the latest one;
-``results/rss.md`` tabulates every run and ``results/rss.svg`` draws them.
+``current``), so runs of several sizes sit side by side, each the latest of its
+label (earlier runs are in git's history); ``results/rss.md`` tabulates them and
+``results/rss.svg`` draws them.
 
     .venv/bin/python bench/bench_rss.py [--quick] [--embeddings=100000] [--clients=4]
 """

@@ -2,7 +2,8 @@
 
 ``make bench`` runs this with the embedded services up. ``--quick`` runs every
 script at its smoke size; arguments after ``--`` go to every script as well.
-Each script writes its own results under bench/results/ and prints its tables.
+Each script writes its current result under bench/results/ (one result per
+benchmark, overwritten by the next run; history lives in git) and prints its tables.
 
     .venv/bin/python bench/run_all.py                 # everything, full size
     .venv/bin/python bench/run_all.py --quick         # every script, smoke size
@@ -27,15 +28,12 @@ SCRIPTS = [
     "bench_maintenance.py",
     "bench_situations.py",
     "bench_faults.py",
-    # Issue 17: every number of the issue, before and after (README "Benchmarks").
+    # Ingestion, outcomes, worker memory and conversation recall.
     "bench_ingest.py",  # batch remember and batch turns against the raw embedder
     "bench_outcomes.py",  # outcomes/s with 8 clients, against a bare DRF view
     "bench_rss.py",  # worker RSS over 100k server-side embeddings
     "bench_recall.py",  # LoCoMo through /recall/ and /conversations/search/, per variant
 ]
-
-#: Their results feed ``report_issue17.py`` (README "Benchmarks": before and after).
-ISSUE_17 = {"bench_ingest.py", "bench_outcomes.py", "bench_rss.py", "bench_recall.py"}
 
 
 def plan(names: list[str]) -> tuple[list[Path], list[str]]:
@@ -72,9 +70,6 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         code = subprocess.call([sys.executable, str(script), *passthrough], cwd=HERE.parent)
         summary.append((script.name, code, time.perf_counter() - started))
-    if any(s.name in ISSUE_17 for s in scripts):
-        # Issue 17's before/after table and chart, from whatever results are on disk.
-        subprocess.call([sys.executable, str(HERE / "report_issue17.py")], cwd=HERE.parent)
     print("\n######## summary ########")
     for name, code, seconds in summary:
         print(f"{name:32s} {'ok' if code == 0 else f'FAILED ({code})':12s} {seconds:8.1f}s")

@@ -6,8 +6,8 @@
 Works on the embedded PostgreSQL under ``var/`` or on ``DATABASE_URL``. The archive
 holds ``database.dump``, ``secret_key`` (when it lives in var/, not in SECRET_KEY)
 and ``manifest.json`` (row counts per table, to compare after a restore). It holds
-everything the database holds — keep it as you keep the database (README,
-"Operating Cairn"). Valkey is not backed up: it holds queued messages and caches
+everything the database holds — keep it as you keep the database
+(docs/operating/backup-and-restore.md). Valkey is not backed up: it holds queued messages and caches
 only, and jobs whose messages are lost are found by the reaper.
 """
 

@@ -38,7 +38,7 @@ def signature_header(*, secret: str, body: bytes, timestamp: int | None = None) 
 
 
 def signature_verify(*, secret: str, body: bytes, header: str, tolerance_s: int = 300) -> bool:
-    """What a receiver does (the README shows the same in a few lines)."""
+    """What a receiver does (docs/guides/webhooks.md shows the same in a few lines)."""
     parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
     try:
         t = int(parts["t"])

@@ -345,7 +345,7 @@ def disk_sweep(marker: str, *, extra_text: str = "") -> list[str]:
     """Files under var/ (Valkey's append-only files and config, export files, worker
     logs, the secret key...) that hold ``marker``, plus ``extra_text`` (captured
     logs). PostgreSQL's own directory is left out: its write-ahead log holds every
-    insert until it is recycled (README, "Operating Cairn"); the database is swept
+    insert until it is recycled (docs/operating/logging-and-retention.md); the database is swept
     row by row with sql_sweep, after VACUUM."""
     from cairn.embedded import var_dir
 

@@ -1,5 +1,5 @@
 """Signing: the secret is derived (never stored), the signature covers the timestamp,
-and the README's few lines of Python verify what Cairn sends."""
+and the webhooks guide's few lines of Python verify what Cairn sends."""
 
 import re
 import time
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memory.webhooks.signing import signature_header, signature_verify, webhook_secret
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guides" / "webhooks.md"
 BODY = b'{"event":"ping"}'
 
 
@@ -34,10 +34,11 @@ def test_a_signature_binds_body_and_timestamp():
     assert not signature_verify(secret="whsec_x", body=BODY, header="garbage")
 
 
-def test_the_readme_snippet_verifies_a_delivery():
-    block = re.search(r"```python\n(import hashlib, hmac, time\n.*?)```", README.read_text(), re.S)
+def test_the_guides_snippet_verifies_a_delivery():
+    block = re.search(r"```python\n(import hashlib, hmac, time\n.*?)```", GUIDE.read_text(), re.S)
+    assert block, f"no verification snippet in {GUIDE}"
     namespace: dict = {}
-    exec(block.group(1), namespace)  # noqa: S102 — our own README
+    exec(block.group(1), namespace)  # noqa: S102 — our own docs
     header = signature_header(secret="whsec_x", body=BODY)
     assert namespace["verified"]("whsec_x", BODY, header)
     assert not namespace["verified"]("whsec_y", BODY, header)
