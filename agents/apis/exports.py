@@ -17,10 +17,10 @@ from agents.apis.common import (
     TAG_ADMIN,
     JobAcceptedSerializer,
     SelectorSerializer,
-    _accepted,
-    _selection,
+    accepted_response,
     actor,
     errors,
+    selection_from_request,
 )
 from agents.auth import IsAdminToken
 from cairn.errors import NotFoundError
@@ -61,14 +61,16 @@ class ExportStartApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data, selector = _selection(request, self.ExportInputSerializer, EXPORT_SELECTORS)
+        data, selector = selection_from_request(
+            request, self.ExportInputSerializer, EXPORT_SELECTORS
+        )
         run = export_request(
             workspace=request.auth.workspace,
             selector=selector,
             fmt=data["format"],
             actor=actor(request),
         )
-        return _accepted(run)
+        return accepted_response(run)
 
 
 class ExportDownloadApi(APIView):

@@ -82,7 +82,9 @@ def _int_setting(name: str, default: int, *, minimum: int) -> int:
 
 
 @dataclass(frozen=True)
-class _Config:
+class EmbedderConfig:
+    """Which embedder to build and how: backend, endpoint, model, batch and threads."""
+
     backend: str
     url: str
     model: str
@@ -92,8 +94,9 @@ class _Config:
     dimensions: int
 
 
-def _read_config() -> _Config:
-    return _Config(
+def embedder_config() -> EmbedderConfig:
+    """The embedder settings as they stand now (read on each call, so tests can override)."""
+    return EmbedderConfig(
         backend=str(_setting("CAIRN_EMBEDDER", "local") or "local").strip().lower(),
         url=str(_setting("CAIRN_EMBEDDING_URL", "") or "").strip(),
         model=str(_setting("CAIRN_EMBEDDING_MODEL", "") or "").strip(),

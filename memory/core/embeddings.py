@@ -37,21 +37,21 @@ import threading
 from memory.core.embedders import (
     EMBEDDING_DIMENSIONS,
     Embedder,
+    EmbedderConfig,
     EmbeddingConfigError,
     LocalEmbedder,
     OpenAIEmbedder,
-    _Config,
-    _read_config,
+    embedder_config,
     runtimes_reset,
 )
 
 # --------------------------------------------------------------------------- factory
 
 _embedders_lock = threading.Lock()
-_embedders: dict[_Config, Embedder] = {}
+_embedders: dict[EmbedderConfig, Embedder] = {}
 
 
-def _build_embedder(config: _Config) -> Embedder:
+def _build_embedder(config: EmbedderConfig) -> Embedder:
     if config.backend == "local":
         if config.dimensions != EMBEDDING_DIMENSIONS:
             raise EmbeddingConfigError(
@@ -74,7 +74,7 @@ def _build_embedder(config: _Config) -> Embedder:
 
 def get_embedder() -> Embedder:
     """The embedder selected by the settings, cached per process (and per configuration)."""
-    config = _read_config()
+    config = embedder_config()
     embedder = _embedders.get(config)
     if embedder is None:
         with _embedders_lock:

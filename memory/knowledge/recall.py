@@ -28,7 +28,7 @@ from memory.core.validation import (
     check_text,
 )
 from memory.knowledge.bm25 import bm25_ctes, bm25_params
-from memory.knowledge.selectors import _json
+from memory.knowledge.selectors import json_value
 from memory.models import (
     CONTENT_MAX_CHARS,
     Workspace,
@@ -483,7 +483,7 @@ def knowledge_search(
                 sensitive=sensitive,
                 source=source,
                 confidence=confidence,
-                metadata=metadata if isinstance(metadata, dict) else _json(metadata),
+                metadata=metadata if isinstance(metadata, dict) else json_value(metadata),
                 due_at=due_at,
                 created_at=created_at,
                 updated_at=updated_at,
