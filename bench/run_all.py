@@ -27,6 +27,7 @@ SCRIPTS = [
     "bench_maintenance.py",
     "bench_situations.py",
     "bench_faults.py",
+    "bench_rows.py",  # memory.core.rows' statements against the ORM doing the same
     # Issue 17: every number of the issue, before and after (README "Benchmarks").
     "bench_ingest.py",  # batch remember and batch turns against the raw embedder
     "bench_outcomes.py",  # outcomes/s with 8 clients, against a bare DRF view
