@@ -359,6 +359,18 @@ def selection_from_request(request, serializer_class, allowed) -> tuple[dict, Se
     return data.validated_data, selector
 
 
+def selection_for_job(request, serializer_class, allowed) -> tuple[dict, dict]:
+    """``selection_from_request`` for a request that starts a job (an export, an
+    erasure): the validated data, and the arguments each such service takes alike,
+    the token's workspace, the parsed selector and the token's actor."""
+    data, selector = selection_from_request(request, serializer_class, allowed)
+    return data, {
+        "workspace": request_workspace(request),
+        "selector": selector,
+        "actor": actor(request),
+    }
+
+
 class JobAcceptedSerializer(serializers.Serializer):
     job_id = serializers.IntegerField()
     status_url = serializers.CharField()

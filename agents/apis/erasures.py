@@ -16,8 +16,8 @@ from agents.apis.common import (
     JobAcceptedSerializer,
     SelectorSerializer,
     accepted_response,
-    actor,
     errors,
+    selection_for_job,
     selection_from_request,
 )
 from agents.auth import IsAdminToken
@@ -102,16 +102,8 @@ class ErasureStartApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data, selector = selection_from_request(
-            request, self.ErasureInputSerializer, ERASURE_SELECTORS
-        )
-        receipt = erasure_request(
-            workspace=request.auth.workspace,
-            selector=selector,
-            confirm=data["confirm"],
-            actor=actor(request),
-            reason=data.get("reason", ""),
-        )
+        data, job = selection_for_job(request, self.ErasureInputSerializer, ERASURE_SELECTORS)
+        receipt = erasure_request(**job, confirm=data["confirm"], reason=data.get("reason", ""))
         return accepted_response(receipt.job_run)
 
 

@@ -18,9 +18,8 @@ from agents.apis.common import (
     JobAcceptedSerializer,
     SelectorSerializer,
     accepted_response,
-    actor,
     errors,
-    selection_from_request,
+    selection_for_job,
 )
 from agents.auth import IsAdminToken
 from cairn.errors import NotFoundError
@@ -61,15 +60,8 @@ class ExportStartApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data, selector = selection_from_request(
-            request, self.ExportInputSerializer, EXPORT_SELECTORS
-        )
-        run = export_request(
-            workspace=request.auth.workspace,
-            selector=selector,
-            fmt=data["format"],
-            actor=actor(request),
-        )
+        data, job = selection_for_job(request, self.ExportInputSerializer, EXPORT_SELECTORS)
+        run = export_request(**job, fmt=data["format"])
         return accepted_response(run)
 
 

@@ -13,7 +13,6 @@ Batches holding an error item with an ``operation_key``, or items without a vect
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.validation import bad_request, prefix_fields
 from memory.knowledge.dedup import (
+    Candidate,
     content_words,
     is_restatement,
     is_turn,
@@ -65,18 +65,7 @@ _CANDIDATES_SQL = """
 """
 
 
-@dataclass
-class _Row:
-    pk: int
-    content: str
-    category: str
-    sealed: bool
-    pinned: bool
-    metadata: dict
-    similarity: float
-
-
-def _candidates(workspace: Workspace, prepared: list[Prepared]) -> dict[int, list[_Row]]:
+def _candidates(workspace: Workspace, prepared: list[Prepared]) -> dict[int, list[Candidate]]:
     """Every item's stored dedup candidates, in one statement."""
     model = prepared[0].embedding_model
     params = {
@@ -90,7 +79,7 @@ def _candidates(workspace: Workspace, prepared: list[Prepared]) -> dict[int, lis
         "cap": settings.CAIRN_DEDUP_CANDIDATES,
         "min_sim": settings.CAIRN_DEDUP_MIN_SIMILARITY,
     }
-    out: dict[int, list[_Row]] = {}
+    out: dict[int, list[Candidate]] = {}
     with connection.cursor() as cursor:
         set_vector_search(
             cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, settings.CAIRN_DEDUP_CANDIDATES)
@@ -98,7 +87,9 @@ def _candidates(workspace: Workspace, prepared: list[Prepared]) -> dict[int, lis
         cursor.execute(_CANDIDATES_SQL, params)
         for i, pk, content, category, sealed, pinned, metadata, sim in cursor.fetchall():
             out.setdefault(i, []).append(
-                _Row(pk, content, category, sealed, pinned, json_value(metadata) or {}, float(sim))
+                Candidate(
+                    pk, content, category, sealed, pinned, json_value(metadata) or {}, float(sim)
+                )
             )
     return out
 

@@ -114,7 +114,10 @@ def overlap_coefficient(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class Candidate:
+    """A stored item a new one may restate, with the cosine similarity of the two
+    (None when they have no vectors of the same model); one item's or a batch's."""
+
     pk: int
     content: str
     category: str
@@ -146,7 +149,7 @@ _DEDUP_SQL = """
 """
 
 
-def _dedup_candidates(workspace: Workspace, prepared: Prepared) -> list[_Candidate]:
+def _dedup_candidates(workspace: Workspace, prepared: Prepared) -> list[Candidate]:
     """A bounded candidate list from the indexes (never a scan of the scope in Python).
 
     One statement: rows sharing any of the new item's words, best ``ts_rank_cd`` first
@@ -176,7 +179,7 @@ def _dedup_candidates(workspace: Workspace, prepared: Prepared) -> list[_Candida
             set_vector_search(cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, cap))
         cursor.execute(sql, params)
         return [
-            _Candidate(*row[:5], metadata=json_value(row[5]) or {}, similarity=row[6])
+            Candidate(*row[:5], metadata=json_value(row[5]) or {}, similarity=row[6])
             for row in cursor.fetchall()
         ]
 
@@ -207,7 +210,7 @@ def find_duplicate(
             return row, overlap_coefficient(prepared.words, normalised_words(row.content))
     if is_turn(prepared.metadata):
         return None
-    best: tuple[_Candidate, float] | None = None
+    best: tuple[Candidate, float] | None = None
     for row in _dedup_candidates(workspace, prepared):
         if not actor.is_person and (
             row.sealed or row.pinned or row.category in PRIVILEGED_CATEGORIES
