@@ -32,7 +32,6 @@ from memory.knowledge.dedup import (
     overlap_coefficient,
 )
 from memory.knowledge.prepared import Prepared
-from memory.knowledge.recall import set_vector_search, vector_literal
 from memory.knowledge.selectors import json_value
 from memory.knowledge.services import (
     MERGE_FIELDS,
@@ -43,6 +42,7 @@ from memory.knowledge.services import (
     scope_digest,
 )
 from memory.knowledge.validation import embed_missing, knowledge_prepare
+from memory.knowledge.vector_search import set_vector_search, vector_literal
 from memory.models import PRIVILEGED_CATEGORIES, Category, Knowledge, Workspace
 
 _CANDIDATES_SQL = """

@@ -30,9 +30,9 @@ from memory.core.validation import (
     check_text,
     prefix_fields,
 )
-from memory.knowledge.recall import vector_literal
 from memory.knowledge.turn_text import session_turns_embed
 from memory.knowledge.validation import DEFAULT_CONFIDENCE
+from memory.knowledge.vector_search import vector_literal
 from memory.models import (
     CONTENT_MAX_CHARS,
     TURN_CONTENT_MAX_CHARS,

@@ -26,11 +26,8 @@ from django.db import connection
 from memory.core.actors import Actor
 from memory.core.text import WORD
 from memory.knowledge.prepared import Prepared
-from memory.knowledge.recall import (
-    set_vector_search,
-    vector_literal,
-)
 from memory.knowledge.selectors import json_value
+from memory.knowledge.vector_search import set_vector_search, vector_literal
 from memory.models import (
     PRIVILEGED_CATEGORIES,
     Category,
