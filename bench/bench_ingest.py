@@ -108,7 +108,7 @@ def _raw_in_context(embedder, texts: list[str], mode: str) -> dict:
     from django.utils import timezone
     from tokenizers import Tokenizer
 
-    from memory.core.embedders import TOKENIZER_PATH
+    from memory.core.local_embedder import TOKENIZER_PATH
     from memory.knowledge.turn_text import turn_embedding_text
 
     tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))

@@ -175,13 +175,8 @@ def bench_scale(n: int, queries: int, rng, vocab, data: str = "clustered") -> di
     from django.conf import settings
     from django.db import connection, transaction
 
-    from memory.knowledge.recall import (
-        recall_filters_sql,
-        recall_sql,
-        recall_sql_params,
-        set_vector_search,
-        vector_literal,
-    )
+    from memory.knowledge.recall import recall_filters_sql, recall_sql, recall_sql_params
+    from memory.knowledge.vector_search import set_vector_search, vector_literal
 
     print(f"\n== scale: {n:,} items ==", flush=True)
     _truncate_knowledge()

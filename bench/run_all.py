@@ -28,6 +28,7 @@ SCRIPTS = [
     "bench_maintenance.py",
     "bench_situations.py",
     "bench_faults.py",
+    "bench_rows.py",  # memory.core.rows' statements against the ORM doing the same
     # Ingestion, outcomes, worker memory and conversation recall.
     "bench_ingest.py",  # batch remember and batch turns against the raw embedder
     "bench_outcomes.py",  # outcomes/s with 8 clients, against a bare DRF view

@@ -49,7 +49,7 @@ def test_cairn_db_prepare_0_turns_it_off():
 def test_a_search_transaction_plans_for_its_own_values():
     from django.db import transaction
 
-    from memory.knowledge.recall import set_vector_search
+    from memory.knowledge.vector_search import set_vector_search
 
     def mode() -> str:
         with connection.cursor() as cursor:

@@ -1,9 +1,11 @@
 """The floor plan is checked, not hoped for: the import-linter contracts in
-pyproject.toml hold, no application module imports itself in a circle, and no
-module grows past the size a reader can hold."""
+pyproject.toml hold, no application module imports itself in a circle (not even
+through imports made only for the type checker), no module reaches for another
+module's private names, and no module grows past the size a reader can hold."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +77,54 @@ def test_no_import_circles():
     modules = {m for m in graph.modules if ".migrations" not in m}
     edges = {m: set(graph.find_modules_directly_imported_by(m)) & modules for m in modules}
     assert _cycles(edges) == []
+
+
+def test_no_import_circles_even_through_type_checking_imports():
+    # An import made only under TYPE_CHECKING still ties the two modules together:
+    # the type it names belongs below both of them.
+    graph = grimp.build_graph(*PACKAGES, exclude_type_checking_imports=False)
+    modules = {m for m in graph.modules if ".migrations" not in m}
+    edges = {m: set(graph.find_modules_directly_imported_by(m)) & modules for m in modules}
+    assert _cycles(edges) == []
+
+
+# Where application code lives (tests may reach into what they test).
+PRIVATE_SCAN = ("memory", "agents", "reviews", "cairn", "clients")
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(source: str, module: str) -> list[str]:
+    """``from x import _name`` statements in ``source``, written ``module:line name``.
+
+    A private module name in the path (Django's ``commands/_helpers.py``) is allowed;
+    the name imported out of it is what must be public."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            found += [
+                f"{module}:{node.lineno} {alias.name}"
+                for alias in node.names
+                if _is_private(alias.name)
+            ]
+    return found
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = []
+    for package in PRIVATE_SCAN:
+        for path in (BASE_DIR / package).rglob("*.py"):
+            if "migrations" in path.parts or ".venv" in path.parts:
+                continue
+            found += private_imports(path.read_text(), str(path.relative_to(BASE_DIR)))
+    assert found == []
+
+
+def test_the_private_import_finder_finds_one():
+    source = "from a import b, _c\nfrom a._d import e\nfrom a import __version__\n"
+    assert private_imports(source, "m") == ["m:1 _c"]
 
 
 def test_the_cycle_finder_finds_a_circle():

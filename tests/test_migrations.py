@@ -29,3 +29,164 @@ def test_outcome_foreign_keys_stay_without_indexes_of_their_own():
         "memory_agent",
         "memory_workspace",
     ]
+
+
+# ------------------------------------------------------------------ the squashed history
+# memory/migrations holds three migrations that replace the 38 written before them.
+# tests/migrations_legacy keeps those 38 so this test can build a database the way an
+# existing install has it (at 0025_outcome_fk_indexes_covered, with rows in it), then
+# upgrade it with the squashed set, in subprocesses on databases of their own.
+
+LEGACY_HEAD = "0025_outcome_fk_indexes_covered"
+SQUASHED = ["0001_pgvector_extension", "0002_schema", "0003_vectors_inline"]
+
+FILL = """
+import django
+django.setup()
+from memory.models import Workspace
+from tests.factories.privacy import bundle, ready_agent, workspace_ready
+workspace = Workspace.objects.create(name="upgrade")
+workspace_ready(workspace)
+bundle(agent=ready_agent(workspace, "one"), name="a")
+bundle(agent=ready_agent(workspace, "two"), name="b", session="sess-b")
+"""
+
+SCHEMA_QUERIES = {
+    "columns": (
+        "SELECT table_name, column_name, data_type, udt_name, is_nullable, column_default,"
+        " character_maximum_length, is_identity, is_generated, generation_expression"
+        " FROM information_schema.columns WHERE table_schema = 'public'"
+    ),
+    "storage": (
+        "SELECT c.relname, a.attname, a.attstorage FROM pg_attribute a"
+        " JOIN pg_class c ON c.oid = a.attrelid"
+        " WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'"
+        " AND a.attnum > 0 AND NOT a.attisdropped"
+    ),
+    "indexes": "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'",
+    "constraints": (
+        "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE connamespace = 'public'::regnamespace"
+    ),
+    "options": (
+        "SELECT relname, reloptions::text FROM pg_class"
+        " WHERE relnamespace = 'public'::regnamespace AND reloptions IS NOT NULL"
+    ),
+    "extensions": "SELECT extname FROM pg_extension",
+}
+
+
+def _server(dbname: str):
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    return psycopg.connect(
+        host=db.get("HOST") or None,
+        port=db.get("PORT") or None,
+        user=db.get("USER") or None,
+        password=db.get("PASSWORD") or None,
+        dbname=dbname,
+        autocommit=True,
+    )
+
+
+def _manage(dbname: str, *args: str, settings_module: str = "cairn.settings_test", code=None):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ)
+    env["DJANGO_SETTINGS_MODULE"] = settings_module
+    env["CAIRN_DATABASE_NAME"] = dbname
+    # Jobs the fill enqueues go to a broker db no test worker reads.
+    env["CAIRN_REDIS_DB"] = "6"
+    base = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-c", code] if code else [sys.executable, "manage.py", *args]
+    result = subprocess.run(command, cwd=base, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def _schema(dbname: str) -> dict[str, list]:
+    with _server(dbname) as conn:
+        return {
+            name: sorted(conn.execute(sql).fetchall(), key=repr)
+            for name, sql in SCHEMA_QUERIES.items()
+        }
+
+
+def _rows(dbname: str) -> dict[str, tuple]:
+    """Each table's row count and a digest of its rows (migration records aside)."""
+    with _server(dbname) as conn:
+        tables = [
+            t
+            for (t,) in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                " AND tablename <> 'django_migrations'"
+            )
+        ]
+        return {
+            table: conn.execute(
+                f"SELECT count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), ''))"
+                f' FROM "{table}" t'
+            ).fetchone()
+            for table in tables
+        }
+
+
+@pytest.fixture
+def scratch_databases():
+    import os
+    import uuid
+
+    import redis
+    from django.conf import settings
+
+    names = [f"cairn_squash_{os.getpid()}_{uuid.uuid4().hex[:6]}_{n}" for n in ("old", "new")]
+    with _server("postgres") as conn:
+        for name in names:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    yield names
+    with _server("postgres") as conn:
+        for name in names:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    broker = settings.CELERY_BROKER_URL.rsplit("/", 1)[0]
+    redis.Redis.from_url(f"{broker}/6").flushdb()
+
+
+def test_a_database_at_the_old_head_upgrades_to_the_squashed_set_unchanged(scratch_databases):
+    old, new = scratch_databases
+    _manage(old, "migrate", "--no-input", settings_module="tests.migrations_legacy.settings")
+    with _server(old) as conn:
+        applied = {
+            n for (n,) in conn.execute("SELECT name FROM django_migrations WHERE app = 'memory'")
+        }
+    assert LEGACY_HEAD in applied and len(applied) == 38
+    _manage(old, settings_module="tests.migrations_legacy.settings", code=FILL)
+    rows_before, schema_before = _rows(old), _schema(old)
+    assert rows_before["memory_knowledge"][0] > 0 and rows_before["memory_outcome"][0] > 0
+    assert rows_before["memory_lesson"][0] > 0 and rows_before["memory_skilldelta"][0] > 0
+
+    # The squashed set sees its 38 predecessors applied: nothing runs, nothing changes.
+    plan = _manage(old, "migrate", "memory", "--plan")
+    assert "No planned migration operations" in plan
+    _manage(old, "migrate", "--no-input")
+    assert _rows(old) == rows_before
+    assert _schema(old) == schema_before
+    with _server(old) as conn:
+        recorded = {
+            n for (n,) in conn.execute("SELECT name FROM django_migrations WHERE app = 'memory'")
+        }
+    assert set(SQUASHED) <= recorded
+    _manage(old, "makemigrations", "--check", "--dry-run")
+
+    # A new install runs the three and ends with the very schema the old path made.
+    fresh = _manage(new, "migrate", "memory", "--plan")
+    assert [line.strip() for line in fresh.splitlines() if line.startswith("memory.")] == [
+        f"memory.{name}" for name in SQUASHED
+    ]
+    _manage(new, "migrate", "--no-input")
+    assert _schema(new) == schema_before
+    _manage(new, "makemigrations", "--check", "--dry-run")

@@ -41,7 +41,7 @@ BIGINT_MAX = 9_223_372_036_854_775_807
 
 # --------------------------------------------------------------------------- fields
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 class TextField(serializers.CharField):
@@ -52,7 +52,7 @@ class TextField(serializers.CharField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if _SURROGATE.search(value):
+        if SURROGATE.search(value):
             raise serializers.ValidationError("Must not contain lone surrogate characters.")
         return value
 
@@ -108,7 +108,8 @@ class EmbeddingField(serializers.Field):
         return list(value)
 
 
-def _metadata_field(**kwargs):
+def metadata_field(**kwargs):
+    """The optional ``metadata`` field every write that takes one declares alike."""
     return serializers.DictField(
         required=False,
         help_text='Free JSON object (at most 8 KB), e.g. {"source_url": "..."}.',
@@ -233,7 +234,7 @@ def validated(serializer_class, data) -> dict:
     return _instance(serializer_class).run_validation(data)
 
 
-def _validated_list(serializer_class, items: list, name: str) -> list[dict]:
+def validated_list(serializer_class, items: list, name: str) -> list[dict]:
     """Validate list elements one by one so errors read ``calls[2].ok``, not ``calls.2.ok``.
 
     One serializer (this thread's, see ``validated``) validates every element: a new
@@ -256,7 +257,8 @@ def _validated_list(serializer_class, items: list, name: str) -> list[dict]:
 # --------------------------------------------------------------------------- the request
 
 
-def _workspace(request):
+def request_workspace(request):
+    """The workspace of the request's token: every query of a view is scoped to it."""
     return request.auth.workspace
 
 
@@ -269,7 +271,8 @@ def actor(request) -> Actor:
 # --------------------------------------------------------------------------- pagination
 
 
-def _page_body(page, results) -> dict:
+def page_body(page, results) -> dict:
+    """A list response: the page's counts and offsets around ``results``."""
     return {
         "count": page.count,
         "limit": page.limit,
@@ -279,7 +282,8 @@ def _page_body(page, results) -> dict:
     }
 
 
-def _paginated(name: str, item) -> serializers.Serializer:
+def paginated_serializer(name: str, item) -> serializers.Serializer:
+    """The schema of ``page_body`` for items of ``item`` (a serializer class or field)."""
     return inline_serializer(
         name,
         {
@@ -313,7 +317,7 @@ class ProjectFields(serializers.Serializer):
     project_path = serializers.CharField(required=False, allow_blank=True, max_length=4096)
 
 
-def _project_args(request, data: dict) -> dict:
+def project_args(request, data: dict) -> dict:
     """``project_remote`` / ``project_path`` from the body, else from the query string."""
     remote = data.get("project_remote") or request.query_params.get("project_remote") or ""
     path_ = data.get("project_path") or request.query_params.get("project_path") or ""
@@ -345,7 +349,7 @@ class SelectorSerializer(serializers.Serializer):
     skill = serializers.CharField(required=False, help_text="skill name (export only)")
 
 
-def _selection(request, serializer_class, allowed) -> tuple[dict, Selector]:
+def selection_from_request(request, serializer_class, allowed) -> tuple[dict, Selector]:
     """Validate the admin request body with ``serializer_class`` and parse its ``selector``
     against the ``allowed`` keys: the validated data and the parsed selector."""
     data = serializer_class(data=request.data)
@@ -355,11 +359,24 @@ def _selection(request, serializer_class, allowed) -> tuple[dict, Selector]:
     return data.validated_data, selector
 
 
+def selection_for_job(request, serializer_class, allowed) -> tuple[dict, dict]:
+    """``selection_from_request`` for a request that starts a job (an export, an
+    erasure): the validated data, and the arguments each such service takes alike,
+    the token's workspace, the parsed selector and the token's actor."""
+    data, selector = selection_from_request(request, serializer_class, allowed)
+    return data, {
+        "workspace": request_workspace(request),
+        "selector": selector,
+        "actor": actor(request),
+    }
+
+
 class JobAcceptedSerializer(serializers.Serializer):
     job_id = serializers.IntegerField()
     status_url = serializers.CharField()
 
 
-def _accepted(run) -> Response:
+def accepted_response(run) -> Response:
+    """202 with the job's id and where to poll it."""
     body = {"job_id": run.pk, "status_url": reverse("agents:job", args=[run.pk])}
     return Response(JobAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED)

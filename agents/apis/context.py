@@ -14,8 +14,8 @@ from agents.apis.common import (
     TAG_LESSONS,
     TAG_OUTCOMES,
     ProjectFields,
-    _project_args,
     errors,
+    project_args,
 )
 from memory.identity.projects import project_digest
 from memory.lessons.context import context_build, lesson_check
@@ -70,7 +70,7 @@ class ContextApi(APIView):
         query = self.ContextQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         data = query.validated_data
-        project = _project_args(request, data)
+        project = project_args(request, data)
         built = context_build(
             workspace=request.auth.workspace,
             project_digest=project_digest(remote=project["remote"], path=project["path"]),
@@ -117,7 +117,7 @@ class LessonCheckApi(APIView):
         query = self.LessonCheckQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         data = query.validated_data
-        project = _project_args(request, data)
+        project = project_args(request, data)
         built = lesson_check(
             workspace=request.auth.workspace,
             project_digest=project_digest(remote=project["remote"], path=project["path"]),

@@ -16,19 +16,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.apis.common import (
-    _SURROGATE,
     KNOWLEDGE_ERRORS,
+    SURROGATE,
     TAG_CONVERSATIONS,
     PageParams,
     StrictSerializer,
     TextField,
-    _page_body,
-    _paginated,
-    _validated_list,
-    _workspace,
     actor,
     errors,
+    page_body,
+    paginated_serializer,
+    request_workspace,
     validated,
+    validated_list,
 )
 from memory.knowledge.conversations import turn_store, turns_store_many
 from memory.knowledge.selectors import turns_list
@@ -105,7 +105,7 @@ class TurnRowOut(serializers.Serializer):
 
 
 def _session_id(raw: str) -> str:
-    if len(raw) > 200 or "\x00" in raw or _SURROGATE.search(raw) or not raw.strip():
+    if len(raw) > 200 or "\x00" in raw or SURROGATE.search(raw) or not raw.strip():
         raise serializers.ValidationError(
             {"session_id": ["Must be 1–200 characters without NUL characters."]}
         )
@@ -156,7 +156,7 @@ class SessionTurnsApi(APIView):
             return self._post_batch(request, session_id)
         data = validated(TurnIn, request.data)
         result = turn_store(
-            workspace=_workspace(request),
+            workspace=request_workspace(request),
             agent=request.user,
             session_id=session_id,
             channel=actor(request).channel,
@@ -180,9 +180,9 @@ class SessionTurnsApi(APIView):
 
     def _post_batch(self, request, session_id: str):
         data = validated(TurnBatchIn, request.data)
-        turns = _validated_list(BatchTurnIn, data["turns"], "turns")
+        turns = validated_list(BatchTurnIn, data["turns"], "turns")
         result = turns_store_many(
-            workspace=_workspace(request),
+            workspace=request_workspace(request),
             agent=request.user,
             session_id=session_id,
             turns=turns,
@@ -211,7 +211,7 @@ class SessionTurnsApi(APIView):
         summary="A session's turns in order (paginated)",
         parameters=[PageParams],
         responses={
-            200: _paginated("TurnPage", TurnRowOut),
+            200: paginated_serializer("TurnPage", TurnRowOut),
             **errors(400, 401, area=KNOWLEDGE_ERRORS),
         },
         tags=[TAG_CONVERSATIONS],
@@ -221,9 +221,9 @@ class SessionTurnsApi(APIView):
         params = PageParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         page = turns_list(
-            workspace=_workspace(request), session_id=session_id, **params.validated_data
+            workspace=request_workspace(request), session_id=session_id, **params.validated_data
         )
-        return Response(_page_body(page, TurnRowOut(page.items, many=True).data))
+        return Response(page_body(page, TurnRowOut(page.items, many=True).data))
 
 
 class ConversationSearchParams(PageParams):
@@ -334,16 +334,16 @@ class ConversationSearchApi(APIView):
     def get(self, request):
         params = ConversationSearchParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        result = conversation_search(workspace=_workspace(request), **params.validated_data)
+        result = conversation_search(workspace=request_workspace(request), **params.validated_data)
         page = result.page
         context = {"neighbours": params.validated_data["neighbours"]}
         if result.sessions is not None:
             turns = [hit for s in result.sessions for hit in s.hits]
-            body = _page_body(page, ConversationHitOut(turns, many=True, context=context).data)
+            body = page_body(page, ConversationHitOut(turns, many=True, context=context).data)
             body["sessions"] = ConversationSessionOut(
                 result.sessions, many=True, context=context
             ).data
         else:
-            body = _page_body(page, ConversationHitOut(page.items, many=True, context=context).data)
+            body = page_body(page, ConversationHitOut(page.items, many=True, context=context).data)
         body["mode"] = result.mode
         return Response(body)

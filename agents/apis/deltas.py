@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.apis.common import SKILL_ERRORS, TAG_SKILLS, actor, errors
-from agents.apis.facts import FactSerializer, _fact_body
+from agents.apis.facts import FactSerializer, fact_body
 from memory.skills.deltas import delta_create
 from memory.skills.selectors import delta_list, fact_consumers, skill_get
 
@@ -223,7 +223,7 @@ class SkillDeltasApi(APIView):
             body = {
                 "routed_to": "fact",
                 "warnings": result.warnings,
-                "fact": _fact_body(result.fact, consumers),
+                "fact": fact_body(result.fact, consumers),
             }
             code = status.HTTP_201_CREATED if result.fact_created else status.HTTP_200_OK
             return Response(self.DeltaCreateOutputSerializer(body).data, status=code)

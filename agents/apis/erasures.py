@@ -15,10 +15,10 @@ from agents.apis.common import (
     TAG_ADMIN,
     JobAcceptedSerializer,
     SelectorSerializer,
-    _accepted,
-    _selection,
-    actor,
+    accepted_response,
     errors,
+    selection_for_job,
+    selection_from_request,
 )
 from agents.auth import IsAdminToken
 from memory.privacy.erasure import erasure_preview, erasure_request
@@ -53,7 +53,9 @@ class ErasurePreviewApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data, selector = _selection(request, self.PreviewInputSerializer, ERASURE_SELECTORS)
+        data, selector = selection_from_request(
+            request, self.PreviewInputSerializer, ERASURE_SELECTORS
+        )
         preview = erasure_preview(workspace=request.auth.workspace, selector=selector)
         return Response(self.PreviewOutputSerializer(preview.as_dict()).data)
 
@@ -100,15 +102,9 @@ class ErasureStartApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data, selector = _selection(request, self.ErasureInputSerializer, ERASURE_SELECTORS)
-        receipt = erasure_request(
-            workspace=request.auth.workspace,
-            selector=selector,
-            confirm=data["confirm"],
-            actor=actor(request),
-            reason=data.get("reason", ""),
-        )
-        return _accepted(receipt.job_run)
+        data, job = selection_for_job(request, self.ErasureInputSerializer, ERASURE_SELECTORS)
+        receipt = erasure_request(**job, confirm=data["confirm"], reason=data.get("reason", ""))
+        return accepted_response(receipt.job_run)
 
 
 class ReceiptSerializer(serializers.Serializer):

@@ -17,10 +17,9 @@ from agents.apis.common import (
     TAG_ADMIN,
     JobAcceptedSerializer,
     SelectorSerializer,
-    _accepted,
-    _selection,
-    actor,
+    accepted_response,
     errors,
+    selection_for_job,
 )
 from agents.auth import IsAdminToken
 from cairn.errors import NotFoundError
@@ -61,14 +60,9 @@ class ExportStartApi(APIView):
         tags=[TAG_ADMIN],
     )
     def post(self, request):
-        data, selector = _selection(request, self.ExportInputSerializer, EXPORT_SELECTORS)
-        run = export_request(
-            workspace=request.auth.workspace,
-            selector=selector,
-            fmt=data["format"],
-            actor=actor(request),
-        )
-        return _accepted(run)
+        data, job = selection_for_job(request, self.ExportInputSerializer, EXPORT_SELECTORS)
+        run = export_request(**job, fmt=data["format"])
+        return accepted_response(run)
 
 
 class ExportDownloadApi(APIView):

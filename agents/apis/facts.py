@@ -23,7 +23,8 @@ class FactSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-def _fact_body(fact, consumers: list[dict]) -> dict:
+def fact_body(fact, consumers: list[dict]) -> dict:
+    """A learned fact as the API shows it, with the tools that read it (inert if none)."""
     return {
         "namespace": fact.namespace,
         "key": fact.key,
@@ -59,7 +60,7 @@ class FactApi(APIView):
         workspace = request.auth.workspace
         fact = fact_get(workspace=workspace, namespace=namespace, key=key)
         consumers = fact_consumers(workspace=workspace, namespaces=[namespace])[namespace]
-        return Response(FactSerializer(_fact_body(fact, consumers)).data)
+        return Response(FactSerializer(fact_body(fact, consumers)).data)
 
     @extend_schema(
         operation_id="facts_put",
@@ -97,7 +98,7 @@ class FactApi(APIView):
         )
         consumers = fact_consumers(workspace=workspace, namespaces=[namespace])[namespace]
         return Response(
-            FactSerializer(_fact_body(fact, consumers)).data,
+            FactSerializer(fact_body(fact, consumers)).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
@@ -119,7 +120,7 @@ class FactListApi(APIView):
         workspace = request.auth.workspace
         consumers = fact_consumers(workspace=workspace, namespaces=[namespace])[namespace]
         facts = [
-            _fact_body(f, consumers) for f in fact_list(workspace=workspace, namespace=namespace)
+            fact_body(f, consumers) for f in fact_list(workspace=workspace, namespace=namespace)
         ]
         body = {
             "namespace": namespace,

@@ -21,14 +21,14 @@ from agents.apis.common import (
     PageParams,
     StrictSerializer,
     TextField,
-    _metadata_field,
-    _page_body,
-    _paginated,
-    _validated_list,
-    _workspace,
     actor,
     errors,
+    metadata_field,
+    page_body,
+    paginated_serializer,
+    request_workspace,
     validated,
+    validated_list,
 )
 from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.selectors import knowledge_get, knowledge_list
@@ -129,7 +129,7 @@ class RememberIn(StrictSerializer):
         "memory block.",
     )
     source = serializers.ChoiceField(choices=sorted(AGENT_SOURCES), required=False, default="agent")
-    metadata = _metadata_field()
+    metadata = metadata_field()
     due_at = serializers.DateTimeField(
         required=False, allow_null=True, help_text="Required for category reminder."
     )
@@ -208,7 +208,9 @@ class KnowledgeCollectionApi(APIView):
     )
     def post(self, request):
         data = validated(RememberIn, request.data)
-        result = knowledge_remember(workspace=_workspace(request), actor=actor(request), **data)
+        result = knowledge_remember(
+            workspace=request_workspace(request), actor=actor(request), **data
+        )
         return Response(
             _remember_body(result),
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
@@ -221,7 +223,7 @@ class KnowledgeCollectionApi(APIView):
         "otherwise. Listing does not count as use.",
         parameters=[KnowledgeListParams],
         responses={
-            200: _paginated("KnowledgePage", KnowledgeOut),
+            200: paginated_serializer("KnowledgePage", KnowledgeOut),
             **errors(400, 401, area=KNOWLEDGE_ERRORS),
         },
         tags=[TAG_KNOWLEDGE],
@@ -229,8 +231,8 @@ class KnowledgeCollectionApi(APIView):
     def get(self, request):
         params = KnowledgeListParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        page = knowledge_list(workspace=_workspace(request), **params.validated_data)
-        return Response(_page_body(page, KnowledgeOut(page.items, many=True).data))
+        page = knowledge_list(workspace=request_workspace(request), **params.validated_data)
+        return Response(page_body(page, KnowledgeOut(page.items, many=True).data))
 
 
 class RememberBatchIn(StrictSerializer):
@@ -296,9 +298,9 @@ class KnowledgeBatchApi(APIView):
     )
     def post(self, request):
         data = validated(RememberBatchIn, request.data)
-        items = _validated_list(RememberIn, data["items"], "items")
+        items = validated_list(RememberIn, data["items"], "items")
         results = knowledge_remember_many(
-            workspace=_workspace(request), actor=actor(request), items=items
+            workspace=request_workspace(request), actor=actor(request), items=items
         )
         created = sum(1 for r in results if r.created)
         return Response(
@@ -325,7 +327,7 @@ class KnowledgePatchIn(StrictSerializer):
     entity = TextField(max_length=200, required=False, allow_blank=True)
     context = TextField(max_length=200, required=False)
     sensitive = serializers.BooleanField(required=False)
-    metadata = _metadata_field()
+    metadata = metadata_field()
     due_at = serializers.DateTimeField(required=False, allow_null=True)
     reminded_at = serializers.DateTimeField(
         required=False,
@@ -359,7 +361,7 @@ class KnowledgeDetailApi(APIView):
         tags=[TAG_KNOWLEDGE],
     )
     def get(self, request, item_id: int):
-        item = knowledge_get(workspace=_workspace(request), item_id=item_id)
+        item = knowledge_get(workspace=request_workspace(request), item_id=item_id)
         return Response(KnowledgeOut(item).data)
 
     @extend_schema(
@@ -392,7 +394,7 @@ class KnowledgeDetailApi(APIView):
         data = KnowledgePatchIn(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         result = knowledge_update(
-            workspace=_workspace(request),
+            workspace=request_workspace(request),
             item_id=item_id,
             actor=actor(request),
             changes=dict(data.validated_data),
@@ -412,7 +414,7 @@ class KnowledgeDetailApi(APIView):
     )
     def delete(self, request, item_id: int):
         item = knowledge_forget(
-            workspace=_workspace(request), item_id=item_id, actor=actor(request)
+            workspace=request_workspace(request), item_id=item_id, actor=actor(request)
         )
         return Response(
             {

@@ -21,9 +21,9 @@ from agents.apis.common import (
     LEARNING_ERRORS,
     TAG_LESSONS,
     ProjectFields,
-    _project_args,
     actor,
     errors,
+    project_args,
 )
 from cairn.errors import ApplicationError
 from memory.identity.projects import project_digest, project_digest_required
@@ -148,7 +148,7 @@ class LessonsApi(APIView):
         query = self.LessonListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         data = query.validated_data
-        project = _project_args(request, data)
+        project = project_args(request, data)
         lessons = lesson_list(
             workspace=request.auth.workspace,
             state=data.get("state"),
@@ -218,7 +218,7 @@ class LessonsApi(APIView):
                 code="global_not_postable",
                 fields={"scope": ["project only"]},
             )
-        project = _project_args(request, data)
+        project = project_args(request, data)
         lesson, created = lesson_create(
             workspace=request.auth.workspace,
             agent=request.user,

@@ -25,9 +25,9 @@ from agents.apis.common import (
     TAG_OUTCOMES,
     ProjectFields,
     RefSerializer,
-    _project_args,
     actor,
     errors,
+    project_args,
     validated,
 )
 from memory.lessons.outcomes import GOAL_TEXT_MAX_CHARS, IN_PLAY_TYPES, outcome_record
@@ -233,7 +233,7 @@ class OutcomeCreateApi(APIView):
         if isinstance(request.data, dict) and request.data.get("incognito") is True:
             return Response({"recorded": False}, status=status.HTTP_202_ACCEPTED)
         data = validated(self.OutcomeInputSerializer, request.data)
-        project = _project_args(request, data)
+        project = project_args(request, data)
         body, created = outcome_record(
             agent=request.user,
             outcome_id=data["outcome_id"],

@@ -19,8 +19,8 @@ from agents.apis.common import (
     EmbeddingField,
     StrictSerializer,
     TextField,
-    _workspace,
     errors,
+    request_workspace,
     validated,
 )
 from agents.apis.knowledge import KnowledgeItemFields
@@ -152,7 +152,7 @@ class RecallApi(APIView):
     )
     def post(self, request):
         data = validated(RecallIn, request.data)
-        result = recall_sources(workspace=_workspace(request), **data)
+        result = recall_sources(workspace=request_workspace(request), **data)
         return Response(
             {
                 "query": data["query"],

@@ -15,11 +15,11 @@ from agents.apis.common import (
     TAG_CONVERSATIONS,
     StrictSerializer,
     TextField,
-    _validated_list,
-    _workspace,
     actor,
     errors,
+    request_workspace,
     validated,
+    validated_list,
 )
 from memory.knowledge.conversations import tool_calls_log
 from memory.knowledge.selectors import tool_call_stats
@@ -109,9 +109,9 @@ class ToolCallsApi(APIView):
     )
     def post(self, request):
         data = validated(ToolCallsIn, request.data)
-        calls = _validated_list(ToolCallIn, data["calls"], "calls")
+        calls = validated_list(ToolCallIn, data["calls"], "calls")
         result = tool_calls_log(
-            workspace=_workspace(request),
+            workspace=request_workspace(request),
             agent=request.user,
             calls=calls,
             channel=actor(request).channel,
@@ -176,5 +176,5 @@ class ToolCallStatsApi(APIView):
     def get(self, request):
         params = ToolStatsParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        stats = tool_call_stats(workspace=_workspace(request), **params.validated_data)
+        stats = tool_call_stats(workspace=request_workspace(request), **params.validated_data)
         return Response(stats)

@@ -11,7 +11,7 @@ Two backends, chosen by the ``CAIRN_EMBEDDER`` setting:
 
 ``"openai"``
     Any OpenAI-compatible ``POST {CAIRN_EMBEDDING_URL}/embeddings`` endpoint.
-    ``memory.core.embedders`` holds both backends and is the only place in Cairn
+    ``memory.core.local_embedder`` and ``memory.core.openai_embedder`` hold the two backends and is the only place in Cairn
     that talks to an embedding server; this module picks one.
 
 Both return L2-normalised ``list[float]`` vectors. Vectors supplied by clients
@@ -37,21 +37,20 @@ import threading
 from memory.core.embedders import (
     EMBEDDING_DIMENSIONS,
     Embedder,
+    EmbedderConfig,
     EmbeddingConfigError,
-    LocalEmbedder,
-    OpenAIEmbedder,
-    _Config,
-    _read_config,
-    runtimes_reset,
+    embedder_config,
 )
+from memory.core.local_embedder import LocalEmbedder, runtimes_reset
+from memory.core.openai_embedder import OpenAIEmbedder
 
 # --------------------------------------------------------------------------- factory
 
 _embedders_lock = threading.Lock()
-_embedders: dict[_Config, Embedder] = {}
+_embedders: dict[EmbedderConfig, Embedder] = {}
 
 
-def _build_embedder(config: _Config) -> Embedder:
+def _build_embedder(config: EmbedderConfig) -> Embedder:
     if config.backend == "local":
         if config.dimensions != EMBEDDING_DIMENSIONS:
             raise EmbeddingConfigError(
@@ -74,7 +73,7 @@ def _build_embedder(config: _Config) -> Embedder:
 
 def get_embedder() -> Embedder:
     """The embedder selected by the settings, cached per process (and per configuration)."""
-    config = _read_config()
+    config = embedder_config()
     embedder = _embedders.get(config)
     if embedder is None:
         with _embedders_lock:

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory.core.embedders import MAX_TOKENS, Embedder
+from memory.core.embedders import Embedder
+from memory.core.local_embedder import MAX_TOKENS
 
 #: Turns share a window while it holds at most this many tokens (a longer turn gets
 #: a window of its own, up to MAX_TOKENS).

@@ -169,6 +169,9 @@ def project_label_from_remote_ctes(
         ),
         source="project_label",
     )
+    # One statement with the outcome's insert (bench/bench_rows.py): 255 us for a
+    # labelled project against 960 us (3.8x) by the ORM (save, then bulk_create with
+    # ignore_conflicts and an audit create), 285 against 919 us (3.2x) for a first label.
     return [
         (
             "project_label",

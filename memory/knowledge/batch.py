@@ -13,7 +13,6 @@ Batches holding an error item with an ``operation_key``, or items without a vect
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,23 +24,25 @@ from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.validation import bad_request, prefix_fields
 from memory.knowledge.dedup import (
+    Candidate,
     content_words,
     is_restatement,
     is_turn,
     normalised_words,
     overlap_coefficient,
 )
-from memory.knowledge.recall import set_vector_search, vector_literal
-from memory.knowledge.selectors import _json
+from memory.knowledge.prepared import Prepared
+from memory.knowledge.selectors import json_value
 from memory.knowledge.services import (
     MERGE_FIELDS,
     RememberResult,
-    _store,
+    knowledge_store,
     merge_into,
     new_item,
     scope_digest,
 )
-from memory.knowledge.validation import _embed_missing, _prepare, _Prepared
+from memory.knowledge.validation import embed_missing, knowledge_prepare
+from memory.knowledge.vector_search import set_vector_search, vector_literal
 from memory.models import PRIVILEGED_CATEGORIES, Category, Knowledge, Workspace
 
 _CANDIDATES_SQL = """
@@ -64,18 +65,7 @@ _CANDIDATES_SQL = """
 """
 
 
-@dataclass
-class _Row:
-    pk: int
-    content: str
-    category: str
-    sealed: bool
-    pinned: bool
-    metadata: dict
-    similarity: float
-
-
-def _candidates(workspace: Workspace, prepared: list[_Prepared]) -> dict[int, list[_Row]]:
+def _candidates(workspace: Workspace, prepared: list[Prepared]) -> dict[int, list[Candidate]]:
     """Every item's stored dedup candidates, in one statement."""
     model = prepared[0].embedding_model
     params = {
@@ -89,7 +79,7 @@ def _candidates(workspace: Workspace, prepared: list[_Prepared]) -> dict[int, li
         "cap": settings.CAIRN_DEDUP_CANDIDATES,
         "min_sim": settings.CAIRN_DEDUP_MIN_SIMILARITY,
     }
-    out: dict[int, list[_Row]] = {}
+    out: dict[int, list[Candidate]] = {}
     with connection.cursor() as cursor:
         set_vector_search(
             cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, settings.CAIRN_DEDUP_CANDIDATES)
@@ -97,7 +87,9 @@ def _candidates(workspace: Workspace, prepared: list[_Prepared]) -> dict[int, li
         cursor.execute(_CANDIDATES_SQL, params)
         for i, pk, content, category, sealed, pinned, metadata, sim in cursor.fetchall():
             out.setdefault(i, []).append(
-                _Row(pk, content, category, sealed, pinned, _json(metadata) or {}, float(sim))
+                Candidate(
+                    pk, content, category, sealed, pinned, json_value(metadata) or {}, float(sim)
+                )
             )
     return out
 
@@ -109,7 +101,7 @@ def _unit(vector) -> np.ndarray:
 
 
 def _store_many(
-    workspace: Workspace, prepared: list[_Prepared], actor: Actor
+    workspace: Workspace, prepared: list[Prepared], actor: Actor
 ) -> list[RememberResult]:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -222,15 +214,15 @@ def knowledge_remember_many(
     """
     if len(items) > settings.CAIRN_REMEMBER_BATCH_MAX:
         raise bad_request("items", f"at most {settings.CAIRN_REMEMBER_BATCH_MAX} items per batch")
-    prepared: list[_Prepared] = []
+    prepared: list[Prepared] = []
     for index, spec in enumerate(items):
         try:
-            prepared.append(_prepare(actor=actor, **spec))
+            prepared.append(knowledge_prepare(actor=actor, **spec))
         except ApplicationError as exc:
             raise prefix_fields(exc, f"items[{index}]") from None
     if not prepared:
         return []
-    _embed_missing(prepared)
+    embed_missing(prepared)
     sequential = (
         any(
             (p.category == Category.ERROR and p.operation_key) or p.embedding is None
@@ -240,5 +232,5 @@ def knowledge_remember_many(
     )
     with transaction.atomic():
         if sequential:
-            return [_store(workspace, p, actor) for p in prepared]
+            return [knowledge_store(workspace, p, actor) for p in prepared]
         return _store_many(workspace, prepared, actor)

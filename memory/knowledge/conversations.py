@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -19,8 +19,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
-from memory.core.actors import Actor
-from memory.core.audit import audit_record
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.core.secrets import refuse_secrets
@@ -30,19 +28,20 @@ from memory.core.validation import (
     check_text,
     prefix_fields,
 )
-from memory.knowledge.recall import vector_literal
+from memory.knowledge.error_items import (
+    FailureRecord,
+    error_item_content,
+    knowledge_record_failures,
+    knowledge_resolve_failure,
+)
 from memory.knowledge.turn_text import session_turns_embed
-from memory.knowledge.validation import DEFAULT_CONFIDENCE
+from memory.knowledge.vector_search import vector_literal
 from memory.models import (
-    CONTENT_MAX_CHARS,
     TURN_CONTENT_MAX_CHARS,
     Agent,
-    Category,
     Channel,
     ConversationTurn,
     Knowledge,
-    KnowledgeStatus,
-    Source,
     ToolCall,
     TurnRole,
     Workspace,
@@ -348,7 +347,7 @@ def tool_calls_log(
     3. Embed the error items' texts in one batch, outside the transaction.
     4. In one transaction: insert the calls, then walk them in time order: a failure
        stores or refreshes the operation's one active ``error`` item; a success
-       archives it (memory/services/knowledge.py holds both rules).
+       archives it (memory/knowledge/error_items.py holds both rules).
     """
     if len(calls) > settings.CAIRN_TOOL_CALL_BATCH_MAX:
         raise bad_request("calls", f"at most {settings.CAIRN_TOOL_CALL_BATCH_MAX} calls per batch")
@@ -412,168 +411,3 @@ def tool_calls_log(
 def _unique_latest(items: list[Knowledge]) -> list[Knowledge]:
     by_id = {item.pk: item for item in items}
     return [by_id[pk] for pk in sorted(by_id)]
-
-
-ERROR_ITEM_ACTOR = Actor.system("tool-calls")
-
-
-def _iso(moment: datetime) -> str:
-    """A sortable UTC timestamp for metadata (string order = time order)."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def error_item_content(*, tool: str, operation_key: str, error: str) -> str:
-    """What an automatic error item says; cut to the content cap with a visible mark."""
-    text = f"{tool} failed on {operation_key}"
-    if error.strip():
-        text += ": " + " ".join(error.split())
-    if len(text) > CONTENT_MAX_CHARS:
-        text = text[: CONTENT_MAX_CHARS - 1] + "…"
-    return text
-
-
-@dataclass(frozen=True)
-class FailureRecord:
-    workspace: Workspace
-    agent: Agent | None
-    tool: str
-    operation_key: str
-    error: str
-    at: datetime
-    session_id: str = ""
-
-
-@transaction.atomic
-def knowledge_record_failures(
-    *, failures: list[FailureRecord], embeddings: dict[str, list[float]] | None = None
-) -> list[Knowledge]:
-    """Store or refresh the one active ``error`` item per failing operation.
-
-    Runs in the caller's transaction when there is one (the tool-call batch). Each
-    failure:
-    1. If a success on the same operation was logged after it, nothing (it is fixed).
-    2. The active error item for the operation (unique per workspace) gets the latest
-       message, a failure count and the time; else the newest item archived by a
-       success comes back; else a new item (source error_auto) is inserted.
-    """
-
-    embeddings = embeddings or {}
-    touched: dict[int, Knowledge] = {}
-    for failure in failures:
-        later_success = ToolCall.objects.filter(
-            workspace=failure.workspace,
-            operation_key=failure.operation_key,
-            ok=True,
-            at__gt=failure.at,
-        ).exists()
-        if later_success:
-            continue
-        content = error_item_content(
-            tool=failure.tool, operation_key=failure.operation_key, error=failure.error
-        )
-        vector = embeddings.get(content)
-        base = Knowledge.objects.select_for_update().filter(
-            workspace=failure.workspace,
-            category=Category.ERROR,
-            operation_key=failure.operation_key,
-            superseded_by__isnull=True,
-        )
-        item = base.filter(status=KnowledgeStatus.ACTIVE).first()
-        if item is None:
-            item = (
-                base.filter(status=KnowledgeStatus.ARCHIVED, metadata__archived_by="success")
-                .order_by("-archived_at", "-id")
-                .first()
-            )
-        stamp = _iso(failure.at)
-        if item is None:
-            item = Knowledge.objects.create(
-                workspace=failure.workspace,
-                agent=failure.agent,
-                channel=Channel.SYSTEM,
-                content=content,
-                category=Category.ERROR,
-                domain=failure.tool[:100],
-                context="global",
-                source=Source.ERROR_AUTO,
-                confidence=DEFAULT_CONFIDENCE,
-                operation_key=failure.operation_key,
-                metadata={
-                    "tool": failure.tool,
-                    "failures": 1,
-                    "first_failed_at": stamp,
-                    "last_failed_at": stamp,
-                    "session_id": failure.session_id,
-                },
-                embedding=vector,
-                embedding_model=get_embedder().model_id if vector is not None else "",
-            )
-        else:
-            was_archived = item.status == KnowledgeStatus.ARCHIVED
-            metadata = dict(item.metadata)
-            last = metadata.get("last_failed_at") or ""
-            metadata["failures"] = int(metadata.get("failures", 0)) + 1
-            metadata["tool"] = failure.tool
-            metadata.pop("archived_by", None)
-            if stamp >= last:
-                metadata["last_failed_at"] = stamp
-                metadata["session_id"] = failure.session_id
-                # A person's wording (pinned or sealed) stays; the count still moves.
-                if content != item.content and not (item.pinned or item.sealed):
-                    item.content = content
-                    item.embedding = vector
-                    item.embedding_model = get_embedder().model_id if vector is not None else ""
-            item.metadata = metadata
-            item.status = KnowledgeStatus.ACTIVE
-            item.archived_at = None
-            item.save()
-            if was_archived:
-                audit_record(
-                    workspace=failure.workspace,
-                    actor=ERROR_ITEM_ACTOR.label,
-                    action="knowledge.error_reopened",
-                    target_type="knowledge",
-                    target_id=item.pk,
-                    details={"operation_key": failure.operation_key},
-                )
-        touched[item.pk] = item
-    return list(touched.values())
-
-
-@transaction.atomic
-def knowledge_resolve_failure(
-    *, workspace: Workspace, operation_key: str, at: datetime
-) -> Knowledge | None:
-    """A success on an operation archives its active error item, if the failure it
-    records is not newer than the success. Returns the archived item."""
-    item = (
-        Knowledge.objects.select_for_update()
-        .filter(
-            workspace=workspace,
-            category=Category.ERROR,
-            operation_key=operation_key,
-            status=KnowledgeStatus.ACTIVE,
-            superseded_by__isnull=True,
-        )
-        .first()
-    )
-    if item is None:
-        return None
-    last_failed = item.metadata.get("last_failed_at")
-    if last_failed and last_failed > _iso(at):
-        return None
-    if item.pinned or item.sealed:
-        return None
-    item.status = KnowledgeStatus.ARCHIVED
-    item.archived_at = timezone.now()
-    item.metadata = {**item.metadata, "archived_by": "success", "resolved_at": _iso(at)}
-    item.save(update_fields=["status", "archived_at", "metadata", "updated_at"])
-    audit_record(
-        workspace=workspace,
-        actor=ERROR_ITEM_ACTOR.label,
-        action="knowledge.error_resolved",
-        target_type="knowledge",
-        target_id=item.pk,
-        details={"operation_key": operation_key},
-    )
-    return item

@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection
 
 from memory.core.actors import Actor
 from memory.core.text import WORD
-from memory.knowledge.recall import (
-    set_vector_search,
-    vector_literal,
-)
-from memory.knowledge.selectors import _json
+from memory.knowledge.prepared import Prepared
+from memory.knowledge.selectors import json_value
+from memory.knowledge.vector_search import set_vector_search, vector_literal
 from memory.models import (
     PRIVILEGED_CATEGORIES,
     Category,
@@ -38,9 +35,6 @@ from memory.models import (
     KnowledgeStatus,
     Workspace,
 )
-
-if TYPE_CHECKING:
-    from memory.knowledge.validation import _Prepared
 
 
 def normalised_words(text: str) -> frozenset[str]:
@@ -117,7 +111,10 @@ def overlap_coefficient(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class Candidate:
+    """A stored item a new one may restate, with the cosine similarity of the two
+    (None when they have no vectors of the same model); one item's or a batch's."""
+
     pk: int
     content: str
     category: str
@@ -149,7 +146,7 @@ _DEDUP_SQL = """
 """
 
 
-def _dedup_candidates(workspace: Workspace, prepared: _Prepared) -> list[_Candidate]:
+def _dedup_candidates(workspace: Workspace, prepared: Prepared) -> list[Candidate]:
     """A bounded candidate list from the indexes (never a scan of the scope in Python).
 
     One statement: rows sharing any of the new item's words, best ``ts_rank_cd`` first
@@ -179,13 +176,13 @@ def _dedup_candidates(workspace: Workspace, prepared: _Prepared) -> list[_Candid
             set_vector_search(cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, cap))
         cursor.execute(sql, params)
         return [
-            _Candidate(*row[:5], metadata=_json(row[5]) or {}, similarity=row[6])
+            Candidate(*row[:5], metadata=json_value(row[5]) or {}, similarity=row[6])
             for row in cursor.fetchall()
         ]
 
 
-def _find_duplicate(
-    workspace: Workspace, prepared: _Prepared, actor: Actor
+def find_duplicate(
+    workspace: Workspace, prepared: Prepared, actor: Actor
 ) -> tuple[Knowledge, float] | None:
     """The active item this new one should update instead of adding, and the overlap.
 
@@ -210,7 +207,7 @@ def _find_duplicate(
             return row, overlap_coefficient(prepared.words, normalised_words(row.content))
     if is_turn(prepared.metadata):
         return None
-    best: tuple[_Candidate, float] | None = None
+    best: tuple[Candidate, float] | None = None
     for row in _dedup_candidates(workspace, prepared):
         if not actor.is_person and (
             row.sealed or row.pinned or row.category in PRIVILEGED_CATEGORIES

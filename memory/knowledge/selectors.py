@@ -139,7 +139,8 @@ def page_size(limit: int | None) -> int:
 # --------------------------------------------------------------------------- recall
 
 
-def _json(value):
+def json_value(value):
+    """A JSON column read by raw SQL (text) or by the ORM (a dict or None) as a dict."""
     import json
 
     return json.loads(value) if isinstance(value, str) else (value or {})

@@ -1,6 +1,6 @@
 """Writing the knowledge store (SPEC section 3, principles 1, 4, 8, 9).
 
-Every write path goes through ``_prepare`` (validation, privileged categories,
+Every write path goes through ``knowledge_prepare`` (validation, privileged categories,
 credential refusal) before anything touches the database, so the API, the UI
 and the jobs refuse the same things with the same errors.
 """
@@ -30,14 +30,14 @@ from memory.core.validation import (
     check_metadata,
     check_text,
 )
-from memory.knowledge.dedup import _find_duplicate, content_words, normalised_words
+from memory.knowledge.dedup import content_words, find_duplicate, normalised_words
 from memory.knowledge.validation import (
-    _FIELD_MAX,
-    _check_category,
-    _check_protected,
-    _embed_missing,
-    _prepare,
-    _Prepared,
+    FIELD_MAX,
+    Prepared,
+    check_category,
+    check_protected,
+    embed_missing,
+    knowledge_prepare,
 )
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -59,13 +59,13 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- dedup
 
 
-def scope_digest(workspace: Workspace, prepared: _Prepared) -> int:
+def scope_digest(workspace: Workspace, prepared: Prepared) -> int:
     """The advisory lock key of an item's dedup scope."""
     key = f"knowledge:{workspace.pk}:{prepared.category}:{prepared.context}:{prepared.entity}"
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
 
 
-def _scope_lock(workspace: Workspace, prepared: _Prepared) -> None:
+def _scope_lock(workspace: Workspace, prepared: Prepared) -> None:
     """Serialise writers to one dedup scope, so two identical writes cannot both insert."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [scope_digest(workspace, prepared)])
@@ -74,7 +74,7 @@ def _scope_lock(workspace: Workspace, prepared: _Prepared) -> None:
 # --------------------------------------------------------------------------- remember
 
 
-def merged_metadata(current: dict, prepared: _Prepared) -> dict:
+def merged_metadata(current: dict, prepared: Prepared) -> dict:
     """The stored item's metadata after a restatement merged into it.
 
     Its own keys keep their values; keys only the newcomer has are added; the
@@ -134,7 +134,7 @@ MERGE_FIELDS = (
 )
 
 
-def merge_into(item: Knowledge, prepared: _Prepared) -> None:
+def merge_into(item: Knowledge, prepared: Prepared) -> None:
     """Fold a restatement into ``item`` in memory (the caller saves ``MERGE_FIELDS``).
 
     Nothing is lost: the fuller wording stays (the newer one when it says at least
@@ -156,7 +156,7 @@ def merge_into(item: Knowledge, prepared: _Prepared) -> None:
         item.reminded_at = None
 
 
-def new_item(workspace: Workspace, prepared: _Prepared, actor: Actor) -> Knowledge:
+def new_item(workspace: Workspace, prepared: Prepared, actor: Actor) -> Knowledge:
     """An unsaved row for a new item."""
     return Knowledge(
         workspace=workspace,
@@ -181,9 +181,9 @@ def new_item(workspace: Workspace, prepared: _Prepared, actor: Actor) -> Knowled
     )
 
 
-def _store(workspace: Workspace, prepared: _Prepared, actor: Actor) -> RememberResult:
+def knowledge_store(workspace: Workspace, prepared: Prepared, actor: Actor) -> RememberResult:
     _scope_lock(workspace, prepared)
-    duplicate = _find_duplicate(workspace, prepared, actor)
+    duplicate = find_duplicate(workspace, prepared, actor)
     if duplicate is not None:
         item, overlap = duplicate
         merge_into(item, prepared)
@@ -217,12 +217,12 @@ def knowledge_remember(
 ) -> RememberResult:
     """Store one item, or update the near-duplicate it repeats.
 
-    1. Validate (``_prepare``): 400 / 403 / 422 naming the field; nothing written.
+    1. Validate (``knowledge_prepare``): 400 / 403 / 422 naming the field; nothing written.
     2. Embed the content before responding (or use the client's validated vector).
     3. In one transaction, under a per-scope advisory lock: find a duplicate through
        the indexes; update it (``deduplicated_into``) or insert a new row.
     """
-    prepared = _prepare(
+    prepared = knowledge_prepare(
         actor=actor,
         content=content,
         category=category,
@@ -241,9 +241,9 @@ def knowledge_remember(
         embedding_model=embedding_model,
         observed_at=observed_at,
     )
-    _embed_missing([prepared])
+    embed_missing([prepared])
     with transaction.atomic():
-        return _store(workspace, prepared, actor)
+        return knowledge_store(workspace, prepared, actor)
 
 
 # --------------------------------------------------------------------------- update
@@ -289,10 +289,10 @@ def _validate_changes(item: Knowledge, changes: dict[str, Any], actor: Actor) ->
             "content", out["content"], max_chars=CONTENT_MAX_CHARS, allow_blank=False
         )
     if "category" in out:
-        out["category"] = _check_category(out["category"], actor)
+        out["category"] = check_category(out["category"], actor)
     for name in ("domain", "entity"):
         if name in out:
-            out[name] = check_text(name, out[name] or "", max_chars=_FIELD_MAX[name])
+            out[name] = check_text(name, out[name] or "", max_chars=FIELD_MAX[name])
     if "context" in out:
         out["context"] = check_text(
             "context", out["context"] or "global", max_chars=200, allow_blank=False
@@ -345,7 +345,7 @@ def knowledge_update(
     current = Knowledge.objects.filter(workspace=workspace, pk=item_id).first()
     if current is None:
         raise NotFoundError(f"No knowledge item {item_id}.", fields={"id": ["not found"]})
-    _check_protected(current, actor, "edit")
+    check_protected(current, actor, "edit")
     changes = _validate_changes(current, changes, actor)
     new_content = changes.get("content")
     content_changes = new_content is not None and new_content != current.content
@@ -369,7 +369,7 @@ def knowledge_update(
                 fields={"id": [f"superseded by {item.superseded_by_id}"]},
                 status_code=409,
             )
-        _check_protected(item, actor, "edit")
+        check_protected(item, actor, "edit")
         if item.status == KnowledgeStatus.ARCHIVED:
             raise ApplicationError(
                 f"Knowledge item {item.pk} is archived; a person can restore it before it is "
@@ -509,7 +509,7 @@ def knowledge_forget(
     item = _locked(workspace, item_id)
     if item.status == KnowledgeStatus.ARCHIVED:
         return item
-    _check_protected(item, actor, "forget")
+    check_protected(item, actor, "forget")
     item.status = KnowledgeStatus.ARCHIVED
     item.archived_at = timezone.now()
     item.save(update_fields=["status", "archived_at", "updated_at"])

@@ -57,12 +57,6 @@ from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.knowledge.answer_kind import TRAILING_ASIDE_SQL, answer_pattern
 from memory.knowledge.bm25 import bm25_params
-from memory.knowledge.recall import (
-    nearest_rows_params,
-    plan_for_these_values,
-    set_vector_search,
-    vector_literal,
-)
 from memory.knowledge.rerank import rerank_scores
 from memory.knowledge.selectors import SNIPPET_OPTIONS, Page, any_word_query, page_size
 from memory.knowledge.time_words import query_time_window
@@ -73,6 +67,12 @@ from memory.knowledge.turn_sql import (
     split_query,
     turn_filters_sql,
     turn_search_sql,
+)
+from memory.knowledge.vector_search import (
+    nearest_rows_params,
+    plan_for_these_values,
+    set_vector_search,
+    vector_literal,
 )
 from memory.models import ConversationTurn, Workspace
 

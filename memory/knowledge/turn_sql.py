@@ -9,8 +9,8 @@ from datetime import datetime
 
 from memory.core.text import WORD
 from memory.knowledge.bm25 import TERMS_SQL, bm25_ctes, idf_ctes
-from memory.knowledge.recall import nearest_rows
 from memory.knowledge.time_words import TimeWindow
+from memory.knowledge.vector_search import nearest_rows
 
 NEGATED = re.compile(r"(?:^|\s)-(\w+)")
 

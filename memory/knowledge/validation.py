@@ -4,7 +4,6 @@ protected fields, content checks, credential refusal, and its embedding."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +21,7 @@ from memory.core.validation import (
     check_text,
 )
 from memory.knowledge.dedup import normalised_words
+from memory.knowledge.prepared import Prepared
 from memory.models import (
     CONTENT_MAX_CHARS,
     PRIVILEGED_CATEGORIES,
@@ -32,10 +32,11 @@ from memory.models import (
 
 logger = logging.getLogger(__name__)
 
-_FIELD_MAX = {"domain": 100, "entity": 200, "context": 200, "operation_key": 200}
+FIELD_MAX = {"domain": 100, "entity": 200, "context": 200, "operation_key": 200}
 
 
-def _check_category(category: Any, actor: Actor) -> str:
+def check_category(category: Any, actor: Actor) -> str:
+    """A known category the actor may write (people only for the privileged ones)."""
     if category not in Category.values:
         raise bad_request("category", f"must be one of {', '.join(Category.values)}")
     if category in PRIVILEGED_CATEGORIES and not actor.is_person:
@@ -50,7 +51,7 @@ def _check_category(category: Any, actor: Actor) -> str:
     return category
 
 
-def _check_protected(item: Knowledge, actor: Actor, verb: str) -> None:
+def check_protected(item: Knowledge, actor: Actor, verb: str) -> None:
     """Agents cannot change what a person wrote, pinned or sealed."""
     if actor.is_person or actor.kind == "system":
         return
@@ -71,30 +72,7 @@ def _check_protected(item: Knowledge, actor: Actor, verb: str) -> None:
         )
 
 
-@dataclass
-class _Prepared:
-    """A validated new item, ready to embed and store."""
-
-    content: str
-    category: str
-    domain: str
-    entity: str
-    context: str
-    sensitive: bool
-    source: str
-    confidence: float
-    metadata: dict
-    due_at: datetime | None
-    operation_key: str
-    pinned: bool
-    sealed: bool
-    embedding: list[float] | None
-    embedding_model: str
-    words: frozenset[str] = field(default_factory=frozenset)
-    observed_at: datetime | None = None
-
-
-def _prepare(
+def knowledge_prepare(
     *,
     actor: Actor,
     content: Any,
@@ -113,7 +91,7 @@ def _prepare(
     embedding: Any = None,
     embedding_model: str = "",
     observed_at: Any = None,
-) -> _Prepared:
+) -> Prepared:
     """Validate one new item. Raises ApplicationError naming the field (nothing is written).
 
     1. Shape: content non-empty and at most 2,000 characters (400, never a silent cut);
@@ -126,14 +104,14 @@ def _prepare(
     6. A client-supplied embedding must be a valid vector of the right size.
     """
     content = check_text("content", content, max_chars=CONTENT_MAX_CHARS, allow_blank=False)
-    category = _check_category(category, actor)
-    domain = check_text("domain", domain or "", max_chars=_FIELD_MAX["domain"])
-    entity = check_text("entity", entity or "", max_chars=_FIELD_MAX["entity"])
+    category = check_category(category, actor)
+    domain = check_text("domain", domain or "", max_chars=FIELD_MAX["domain"])
+    entity = check_text("entity", entity or "", max_chars=FIELD_MAX["entity"])
     context = check_text(
-        "context", context or "global", max_chars=_FIELD_MAX["context"], allow_blank=False
+        "context", context or "global", max_chars=FIELD_MAX["context"], allow_blank=False
     )
     operation_key = check_text(
-        "operation_key", operation_key or "", max_chars=_FIELD_MAX["operation_key"]
+        "operation_key", operation_key or "", max_chars=FIELD_MAX["operation_key"]
     )
     metadata = check_metadata(metadata)
     due_at = check_aware("due_at", due_at)
@@ -174,7 +152,7 @@ def _prepare(
         embedding_model = check_text(
             "embedding_model", embedding_model or "client", max_chars=100, allow_blank=False
         )
-    return _Prepared(
+    return Prepared(
         content=content,
         category=category,
         domain=domain,
@@ -207,7 +185,7 @@ def check_observed_at(value: Any) -> datetime | None:
     return value
 
 
-def _embed_missing(items: list[_Prepared]) -> None:
+def embed_missing(items: list[Prepared]) -> None:
     """Embed every item that has no client vector, in one batch.
 
     An embedder failure does not lose the write: the item is stored without a vector

@@ -33,7 +33,7 @@ from memory.models import (
 from memory.webhooks.events import lesson_retired_event
 
 
-def _supersede(old: Lesson, *, by: Lesson, reason: str) -> None:
+def lesson_supersede(old: Lesson, *, by: Lesson, reason: str) -> None:
     """Point ``old`` at the row that replaces it; the row itself is kept (principle 4)."""
     old.superseded_by = by
     old.supersede_reason = reason
@@ -57,7 +57,7 @@ def lesson_text_normalize(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.casefold()))[:MECHANICAL_TEXT_MAX_CHARS]
 
 
-def _text_clean(text: str, *, max_chars: int) -> str:
+def lesson_text_clean(text: str, *, max_chars: int) -> str:
     cleaned = " ".join(str(text).split())
     if not cleaned:
         raise ApplicationError(
@@ -77,7 +77,7 @@ def _text_clean(text: str, *, max_chars: int) -> str:
     return cleaned
 
 
-def _operation_clean(operation_key: str) -> str:
+def operation_key_clean(operation_key: str) -> str:
     cleaned = str(operation_key).strip()
     if not cleaned or len(cleaned) > 200:
         raise ApplicationError(
@@ -89,7 +89,7 @@ def _operation_clean(operation_key: str) -> str:
     return cleaned
 
 
-def _retired_by_person_blocking(
+def retired_by_person_blocking(
     *, workspace: Workspace, operation_key: str, normalized_text: str, outcome_ids: list[int]
 ) -> Lesson | None:
     """A lesson a person retired that said the same thing on any of these outcomes."""
@@ -100,7 +100,7 @@ def _retired_by_person_blocking(
         state=LessonState.RETIRED,
         retired_by=RetiredBy.PERSON,
         evidence__outcome_id__in=outcome_ids,
-        evidence__relation=_SUPPORTS,
+        evidence__relation=RELATION_SUPPORTS,
     ).distinct()
     for lesson in retired:
         lineage = [lesson, *lesson_ancestors(lesson=lesson)]
@@ -137,11 +137,13 @@ def lesson_edit(
             fields={"id": ["sealed"]},
         )
     new_text = (
-        _text_clean(text, max_chars=settings.CAIRN_LESSON_TEXT_MAX_CHARS)
+        lesson_text_clean(text, max_chars=settings.CAIRN_LESSON_TEXT_MAX_CHARS)
         if text is not None
         else lesson.text
     )
-    new_op = _operation_clean(operation_key) if operation_key is not None else lesson.operation_key
+    new_op = (
+        operation_key_clean(operation_key) if operation_key is not None else lesson.operation_key
+    )
     if new_op != lesson.operation_key:
         # Evidence and confidence were earned on this operation; they do not carry over.
         raise ApplicationError(
@@ -174,8 +176,8 @@ def lesson_edit(
         use_count=lesson.use_count,
         last_used_at=lesson.last_used_at,
     )
-    _evidence_copy(source=lesson, target=edited)
-    _supersede(lesson, by=edited, reason=SupersedeReason.EDITED)
+    lesson_evidence_copy(source=lesson, target=edited)
+    lesson_supersede(lesson, by=edited, reason=SupersedeReason.EDITED)
     audit_record(
         workspace=lesson.workspace,
         actor=actor.label,
@@ -236,7 +238,7 @@ def lesson_restore(
     lesson = _lock_current(lesson)
     if lesson.state != LessonState.RETIRED:
         return lesson
-    has_evidence = LessonEvidence.objects.filter(lesson=lesson, relation=_SUPPORTS).exists()
+    has_evidence = LessonEvidence.objects.filter(lesson=lesson, relation=RELATION_SUPPORTS).exists()
     lesson.state = LessonState.ACTIVE if has_evidence else LessonState.CLAIMED
     lesson.retired_by = ""
     lesson.retired_reason = ""
@@ -314,14 +316,16 @@ def lesson_seal(*, lesson: Lesson, sealed: bool, actor: Actor, reason: str = "")
 MECHANICAL_TEXT_MAX_CHARS = 500
 
 
-_SUPPORTS = LessonEvidence.Relation.SUPPORTS
+RELATION_SUPPORTS = LessonEvidence.Relation.SUPPORTS
 
 
-def _actor(agent: Agent | None) -> str:
+def agent_actor_label(agent: Agent | None) -> str:
     return f"agent:{agent.name}" if agent else "system"
 
 
-def _evidence_copy(*, source: Lesson, target: Lesson, only_project: str | None = None) -> None:
+def lesson_evidence_copy(
+    *, source: Lesson, target: Lesson, only_project: str | None = None
+) -> None:
     rows = LessonEvidence.objects.filter(lesson=source).select_related("outcome")
     if only_project is not None:
         rows = rows.filter(outcome__project_digest=only_project)
@@ -331,7 +335,7 @@ def _evidence_copy(*, source: Lesson, target: Lesson, only_project: str | None =
         )
 
 
-def _current(workspace: Workspace):
+def current_lessons(workspace: Workspace):
     return Lesson.objects.filter(workspace=workspace, superseded_by__isnull=True).exclude(
         state=LessonState.RETIRED
     )

@@ -8,10 +8,10 @@ from django.db.models import Exists, F, OuterRef
 
 from memory.core.audit import audit_record
 from memory.lessons.lifecycle import (
-    _SUPPORTS,
-    _current,
-    _evidence_copy,
-    _supersede,
+    RELATION_SUPPORTS,
+    current_lessons,
+    lesson_evidence_copy,
+    lesson_supersede,
 )
 from memory.models import (
     Channel,
@@ -29,7 +29,7 @@ def _confirmed_projects(lessons: list[Lesson]) -> set[str]:
     return set(
         LessonEvidence.objects.filter(
             lesson__in=lessons,
-            relation=_SUPPORTS,
+            relation=RELATION_SUPPORTS,
             outcome__project_digest=F("lesson__project_digest"),
         ).values_list("lesson__project_digest", flat=True)
     )
@@ -107,7 +107,7 @@ def lesson_promote_if_confirmed(
     members = [m for m in members if m.project_digest in projects]
     best = max(members, key=lambda m: (m.confidence, -m.pk))
     target = (
-        _current(lesson.workspace)
+        current_lessons(lesson.workspace)
         .filter(
             scope=LessonScope.GLOBAL,
             operation_key=lesson.operation_key,
@@ -138,8 +138,8 @@ def lesson_promote_if_confirmed(
             last_used_at=max((m.last_used_at for m in members if m.last_used_at), default=None),
         )
     for member in members:
-        _evidence_copy(source=member, target=target)
-        _supersede(member, by=target, reason=SupersedeReason.PROMOTED)
+        lesson_evidence_copy(source=member, target=target)
+        lesson_supersede(member, by=target, reason=SupersedeReason.PROMOTED)
     audit_record(
         workspace=lesson.workspace,
         actor="system:promotion",
@@ -166,7 +166,7 @@ def lesson_demote_if_foreign(*, lesson: Lesson, outcome: Outcome, now=None) -> L
     ):
         return None
     supports = list(
-        LessonEvidence.objects.filter(lesson=lesson, relation=_SUPPORTS)
+        LessonEvidence.objects.filter(lesson=lesson, relation=RELATION_SUPPORTS)
         .select_related("outcome")
         .order_by("-outcome__created_at", "-outcome_id")
     )
@@ -194,8 +194,8 @@ def lesson_demote_if_foreign(*, lesson: Lesson, outcome: Outcome, now=None) -> L
         use_count=lesson.use_count,
         last_used_at=lesson.last_used_at,
     )
-    _evidence_copy(source=lesson, target=demoted, only_project=last_project)
-    _supersede(lesson, by=demoted, reason=SupersedeReason.DEMOTED)
+    lesson_evidence_copy(source=lesson, target=demoted, only_project=last_project)
+    lesson_supersede(lesson, by=demoted, reason=SupersedeReason.DEMOTED)
     audit_record(
         workspace=lesson.workspace,
         actor="system:demotion",

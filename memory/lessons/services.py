@@ -25,15 +25,15 @@ from memory.core.audit import audit_record
 from memory.core.validation import rationale_clean
 from memory.lessons.evidence import evidence_apply, lesson_retire_system
 from memory.lessons.lifecycle import (
-    _SUPPORTS,
     MECHANICAL_TEXT_MAX_CHARS,
-    _actor,
-    _current,
-    _operation_clean,
-    _retired_by_person_blocking,
-    _supersede,
-    _text_clean,
+    RELATION_SUPPORTS,
+    agent_actor_label,
+    current_lessons,
+    lesson_supersede,
+    lesson_text_clean,
     lesson_text_normalize,
+    operation_key_clean,
+    retired_by_person_blocking,
 )
 from memory.lessons.promotion import lesson_demote_if_foreign, lesson_promote_if_confirmed
 from memory.lessons.selectors import lesson_head
@@ -63,7 +63,9 @@ _CONTRADICTS = LessonEvidence.Relation.CONTRADICTS
 # --- evidence rows and lineage ----------------------------------------------------------
 
 
-def lesson_evidence_attach(*, lesson: Lesson, outcome: Outcome, relation: str = _SUPPORTS) -> bool:
+def lesson_evidence_attach(
+    *, lesson: Lesson, outcome: Outcome, relation: str = RELATION_SUPPORTS
+) -> bool:
     """Attach an outcome to a lesson row once; True when it was new.
 
     One ``INSERT ... ON CONFLICT DO NOTHING`` on the (lesson, outcome) unique
@@ -109,7 +111,9 @@ def _current_equivalent(
     *, workspace: Workspace, operation_key: str, normalized_text: str, project_digest: str
 ) -> Lesson | None:
     """The live lesson saying the same thing here: this project's first, else the global one."""
-    same = _current(workspace).filter(operation_key=operation_key, normalized_text=normalized_text)
+    same = current_lessons(workspace).filter(
+        operation_key=operation_key, normalized_text=normalized_text
+    )
     return (
         same.filter(scope=LessonScope.PROJECT, project_digest=project_digest).order_by("id").first()
         or same.filter(scope=LessonScope.GLOBAL).order_by("id").first()
@@ -198,8 +202,8 @@ def lesson_create(
     4. Otherwise insert: active at 0.5 with evidence, claimed at 0.3 without.
     """
     now = now or timezone.now()
-    text = _text_clean(text, max_chars=settings.CAIRN_LESSON_TEXT_MAX_CHARS)
-    operation_key = _operation_clean(operation_key)
+    text = lesson_text_clean(text, max_chars=settings.CAIRN_LESSON_TEXT_MAX_CHARS)
+    operation_key = operation_key_clean(operation_key)
     rationale = rationale_clean(rationale)
     if source not in LessonSource.values or source == LessonSource.USER:
         raise ApplicationError(
@@ -215,7 +219,7 @@ def lesson_create(
         operation_key=operation_key,
         evidence_ids=evidence_ids or [],
     )
-    blocked = _retired_by_person_blocking(
+    blocked = retired_by_person_blocking(
         workspace=workspace,
         operation_key=operation_key,
         normalized_text=normalized,
@@ -273,7 +277,7 @@ def lesson_create(
         lesson_evidence_attach(lesson=lesson, outcome=outcome)
     audit_record(
         workspace=workspace,
-        actor=_actor(agent),
+        actor=agent_actor_label(agent),
         action="lesson.create",
         target_type="lesson",
         target_id=lesson.pk,
@@ -319,7 +323,7 @@ def lesson_confirm_by_outcome(
         _self_report(target=lesson, outcome=outcome, now=now, locked=locked)
         return None
     if not attached and not lesson_evidence_attach(
-        lesson=lesson, outcome=outcome, relation=_SUPPORTS
+        lesson=lesson, outcome=outcome, relation=RELATION_SUPPORTS
     ):
         return None
     lesson = evidence_apply(
@@ -402,7 +406,7 @@ def lesson_learn_mechanical(
         return None
     workspace = outcome.workspace
     normalized = lesson_text_normalize(text)
-    if _retired_by_person_blocking(
+    if retired_by_person_blocking(
         workspace=workspace,
         operation_key=ok_op,
         normalized_text=normalized,
@@ -498,7 +502,7 @@ def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:
         .exclude(pk=lesson.pk)
     )
     for old in inverse:
-        _supersede(old, by=lesson, reason=SupersedeReason.REVERSED)
+        lesson_supersede(old, by=lesson, reason=SupersedeReason.REVERSED)
         audit_record(
             workspace=lesson.workspace,
             actor="system:outcomes",

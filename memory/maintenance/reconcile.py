@@ -32,7 +32,7 @@ from django.utils.dateparse import parse_datetime
 
 from memory.core.audit import audit_record
 from memory.core.locks import advisory_lock_blocking
-from memory.knowledge.recall import set_vector_search
+from memory.knowledge.vector_search import set_vector_search
 from memory.lessons.evidence import confidence_apply
 from memory.maintenance.judge import HeuristicJudge, Judge, JudgeUnavailable, judge_from_settings
 from memory.maintenance.runs import run_checkpoint, run_resume_cursor, run_total

@@ -36,21 +36,19 @@ from django.db.models.functions import Cast
 
 from memory.lessons.evidence import confidence_rebuild
 from memory.models import Workspace
-from memory.privacy.queries import (
-    _confidence_owners,
-    _decision_for,
-    _errors_from_tool_calls,
-    _facts_from_deltas,
-    _knowledge_from_turns,
-    _ledger_for,
-    _lessons_only_from,
-    _pair_for,
-    _session_ref,
-    _umbrellas_of,
-    by,
-    by_agent,
-    text_match,
+from memory.privacy.derivations import (
+    confidence_owners,
+    decision_for,
+    errors_from_tool_calls,
+    facts_from_deltas,
+    knowledge_from_turns,
+    ledger_for,
+    lessons_only_from,
+    pair_for,
+    situation_lessons_from_turns,
+    umbrellas_of,
 )
+from memory.privacy.queries import by, by_agent, session_ref, text_match
 from memory.privacy.references import InJson
 from memory.privacy.selection import Selector
 from memory.privacy.tables import CONTENT, DERIVED, KEPT, ById, Derivation, Prefixed, Table
@@ -62,26 +60,10 @@ _PLAYED = {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge", "error": 
 _LEDGER_JSON = {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"}
 
 
-# --------------------------------------------------------------------------- helpers
-
-
-# --------------------------------------------------------------------------- the plan
-
-
-# --------------------------------------------------------------------------- derivations
-
-# Each function returns rows of its own table, computed from the *direct* matches
+# --------------------------------------------------------------------------- the map
+# Each derivation returns rows of its own table, computed from the *direct* matches
 # of its sources (sources are content tables; nothing is derived from a derivation
 # except through lineage, which the job expands per batch).
-
-
-# --------------------------------------------------------------------------- the map
-
-
-def _situation_lessons_from_turns(plan: Plan) -> QuerySet:
-    return plan.scoped("memory.SituationLesson").filter(
-        turn__in=plan.direct("memory.TurnRecovery").values("pk")
-    )
 
 
 _KEPT_IDENTITY = "Identity and access: who may do what. Holds names and roles, no content."
@@ -149,7 +131,7 @@ def _entries() -> list[Table]:
                     "lessons_only_from_erased_outcomes",
                     ("memory.Outcome",),
                     "a lesson whose every evidence link is to an erased outcome goes with them",
-                    rows=_lessons_only_from,
+                    rows=lessons_only_from,
                 ),
             ),
             lineage="superseded_by",
@@ -178,8 +160,8 @@ def _entries() -> list[Table]:
             "Evidence agents posted (diff accepted, user confirmed, self report).",
             selectors={"agent": by_agent()},
             follows={
-                "memory.Lesson": _ledger_for("lesson"),
-                "memory.Knowledge": _ledger_for("knowledge"),
+                "memory.Lesson": ledger_for("lesson"),
+                "memory.Knowledge": ledger_for("knowledge"),
             },
             export="evidence",
             refs={
@@ -196,8 +178,8 @@ def _entries() -> list[Table]:
             DERIVED,
             "The evidence ledger: one row per confidence change of a lesson or item.",
             follows={
-                "memory.Lesson": _ledger_for("lesson"),
-                "memory.Knowledge": _ledger_for("knowledge"),
+                "memory.Lesson": ledger_for("lesson"),
+                "memory.Knowledge": ledger_for("knowledge"),
             },
             derived=(
                 Derivation(
@@ -206,7 +188,7 @@ def _entries() -> list[Table]:
                     "a lesson or item that keeps other evidence is recomputed from what is "
                     "left; ledger rows citing erased evidence lose the citation",
                     action="rebuild",
-                    owners=_confidence_owners,
+                    owners=confidence_owners,
                     rebuild_with=confidence_rebuild,
                 ),
             ),
@@ -253,7 +235,7 @@ def _entries() -> list[Table]:
                 "context": by("context"),
                 "session": lambda qs, sel: (
                     qs.filter(metadata__session_id=sel.value)
-                    | _session_ref("metadata", "sessions")(qs, sel)
+                    | session_ref("metadata", "sessions")(qs, sel)
                 ),
             },
             derived=(
@@ -262,13 +244,13 @@ def _entries() -> list[Table]:
                     ("memory.ConversationTurn",),
                     "consolidation summaries and extracted items name their source sessions "
                     "(metadata.session_id or metadata.sessions)",
-                    rows=_knowledge_from_turns,
+                    rows=knowledge_from_turns,
                 ),
                 Derivation(
                     "errors_from_tool_calls",
                     ("memory.ToolCall",),
                     "an error item is built from failed tool calls on its operation_key",
-                    rows=_errors_from_tool_calls,
+                    rows=errors_from_tool_calls,
                 ),
             ),
             lineage="superseded_by",
@@ -323,7 +305,7 @@ def _entries() -> list[Table]:
                     "situation_lessons_from_erased_turns",
                     ("memory.TurnRecovery",),
                     "a lesson learned in an erased turn goes with it",
-                    rows=_situation_lessons_from_turns,
+                    rows=situation_lessons_from_turns,
                 ),
             ),
             lineage="superseded_by",
@@ -368,13 +350,13 @@ def _entries() -> list[Table]:
             "memory.LearnedFact",
             CONTENT,
             "Tier-0 learned values tools read directly.",
-            selectors={"agent": by_agent(), "session": _session_ref("provenance", "turns")},
+            selectors={"agent": by_agent(), "session": session_ref("provenance", "turns")},
             derived=(
                 Derivation(
                     "facts_from_deltas",
                     ("memory.SkillDelta",),
                     "a fact learned by the same agent from a turn an erased delta cites",
-                    rows=_facts_from_deltas,
+                    rows=facts_from_deltas,
                 ),
             ),
             lineage="superseded_by",
@@ -388,7 +370,7 @@ def _entries() -> list[Table]:
             "Cached effective skills (Redis) quote them too and are forgotten with them.",
             selectors={
                 "agent": by_agent(),
-                "session": _session_ref("provenance", "turns"),
+                "session": session_ref("provenance", "turns"),
                 "skill": by("skill__name"),
             },
             derived=(
@@ -396,7 +378,7 @@ def _entries() -> list[Table]:
                     "umbrellas_of_erased_deltas",
                     ("memory.SkillDelta",),
                     "a consolidation umbrella is written from its members' payloads",
-                    rows=_umbrellas_of,
+                    rows=umbrellas_of,
                 ),
             ),
             lineage="superseded_by",
@@ -426,8 +408,8 @@ def _entries() -> list[Table]:
             "A conflicting pair a job could not settle, waiting for a person: it points at "
             "two lessons or items by id and goes when either of them is erased.",
             follows={
-                "memory.Lesson": _pair_for("lesson"),
-                "memory.Knowledge": _pair_for("knowledge"),
+                "memory.Lesson": pair_for("lesson"),
+                "memory.Knowledge": pair_for("knowledge"),
             },
         ),
         Table(
@@ -436,8 +418,8 @@ def _entries() -> list[Table]:
             "A judged pair from the reconcile job or the lesson merge (ids, judge, verdict, "
             "action; no content): it goes when either side is erased.",
             follows={
-                "memory.Lesson": _decision_for("lesson"),
-                "memory.Knowledge": _decision_for("knowledge"),
+                "memory.Lesson": decision_for("lesson"),
+                "memory.Knowledge": decision_for("knowledge"),
             },
         ),
         Table(

@@ -42,7 +42,7 @@ from memory.models import (
 from memory.privacy.datamap import TABLES, Plan, erasable_tables, followers_of
 from memory.privacy.exports import export_files_forget
 from memory.privacy.queries import text_match
-from memory.privacy.selection import ERASURE_SELECTORS, Selector, _bad, selector_from_message
+from memory.privacy.selection import ERASURE_SELECTORS, Selector, refusal, selector_from_message
 from memory.privacy.tables import Derivation, Table
 from memory.skills.effective import effective_skill_cache_forget
 from memory.webhooks.events import erasure_completed_event
@@ -257,7 +257,7 @@ def erasure_request(
     3. The request is audited before anything is deleted.
     """
     if selector.kind not in ERASURE_SELECTORS:
-        raise _bad("selector", f"{selector.kind} is not an erasure selector.")
+        raise refusal("selector", f"{selector.kind} is not an erasure selector.")
     if not isinstance(confirm, str) or confirm.strip() != workspace.name:
         raise ApplicationError(
             f"Type the workspace name ({workspace.name}) in confirm to erase: erasure deletes "

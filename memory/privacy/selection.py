@@ -20,7 +20,7 @@ from memory.models import (
 SELECTOR_VALUE_MAX = 200
 
 
-def _bad(field_name: str, message: str, status_code: int = 400) -> ApplicationError:
+def refusal(field_name: str, message: str, status_code: int = 400) -> ApplicationError:
     return ApplicationError(
         f"Invalid input: {field_name}. {message}",
         code="invalid" if status_code == 400 else "invalid_selector",
@@ -42,7 +42,7 @@ def selector_parse(
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise _bad(field_name, 'A selector is an object such as {"agent": "gaia/chat"}.')
+        raise refusal(field_name, 'A selector is an object such as {"agent": "gaia/chat"}.')
     given = {k: v for k, v in data.items() if v not in (None, "")}
     kinds = sorted({"project" if k in ("project_remote", "project_path") else k for k in given})
     kinds = [k for k in kinds if k != "workspace" or given.get("workspace") is not True]
@@ -51,50 +51,50 @@ def selector_parse(
     )
     unknown = [k for k in kinds if k not in allowed]
     if unknown:
-        raise _bad(f"{field_name}.{unknown[0]}", f"Not a selector here; use one of: {choices}.")
+        raise refusal(f"{field_name}.{unknown[0]}", f"Not a selector here; use one of: {choices}.")
     if not kinds:
         if "workspace" in allowed:
             return Selector(kind="workspace", value=workspace.name)
-        raise _bad(field_name, f"Name what to select with one of: {choices}.")
+        raise refusal(field_name, f"Name what to select with one of: {choices}.")
     if len(kinds) > 1:
-        raise _bad(field_name, f"Use one selector per request, not {', '.join(kinds)}.")
+        raise refusal(field_name, f"Use one selector per request, not {', '.join(kinds)}.")
     kind = kinds[0]
     if kind == "project":
         for key in ("project_remote", "project_path"):
             if key in given and not isinstance(given[key], str):
-                raise _bad(f"{field_name}.{key}", "Must be a string.")
+                raise refusal(f"{field_name}.{key}", "Must be a string.")
         digest = project_digest(remote=given.get("project_remote"), path=given.get("project_path"))
         if not digest:
-            raise _bad(f"{field_name}.project_remote", "Give project_remote or project_path.")
+            raise refusal(f"{field_name}.project_remote", "Give project_remote or project_path.")
         return Selector(kind="project", value=digest)
     value = given[kind]
     if not isinstance(value, str):
-        raise _bad(f"{field_name}.{kind}", "Must be a string.")
+        raise refusal(f"{field_name}.{kind}", "Must be a string.")
     if "\x00" in value:
-        raise _bad(f"{field_name}.{kind}", "May not contain NUL characters.")
+        raise refusal(f"{field_name}.{kind}", "May not contain NUL characters.")
     if kind == "text":
         if len(value) < settings.CAIRN_ERASURE_TEXT_MIN_CHARS:
-            raise _bad(
+            raise refusal(
                 f"{field_name}.text",
                 f"A text match needs at least {settings.CAIRN_ERASURE_TEXT_MIN_CHARS} characters.",
             )
         if len(value) > settings.CAIRN_ERASURE_TEXT_MAX_CHARS:
-            raise _bad(
+            raise refusal(
                 f"{field_name}.text",
                 f"At most {settings.CAIRN_ERASURE_TEXT_MAX_CHARS} characters.",
             )
         return Selector(kind="text", value=value)
     value = value.strip()
     if not value or len(value) > SELECTOR_VALUE_MAX:
-        raise _bad(f"{field_name}.{kind}", f"1-{SELECTOR_VALUE_MAX} characters.")
+        raise refusal(f"{field_name}.{kind}", f"1-{SELECTOR_VALUE_MAX} characters.")
     if kind == "agent":
         agent = Agent.objects.filter(workspace=workspace, name=value).first()
         if agent is None:
-            raise _bad(f"{field_name}.agent", f"No agent named {value!r} here.", 422)
+            raise refusal(f"{field_name}.agent", f"No agent named {value!r} here.", 422)
         return Selector(kind="agent", value=value, agent=agent)
     if kind == "skill":
         if not Skill.objects.filter(workspace=workspace, name=value).exists():
-            raise _bad(f"{field_name}.skill", f"No skill named {value!r} here.", 422)
+            raise refusal(f"{field_name}.skill", f"No skill named {value!r} here.", 422)
     return Selector(kind=kind, value=value)
 
 

@@ -5,26 +5,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from django.apps import apps
 from django.db import models
 from django.db.models import Q, QuerySet
 
-from memory.privacy.queries import (
-    SelectFn,
-)
-
-if TYPE_CHECKING:
-    from memory.privacy.datamap import Plan
+from memory.models import Workspace
+from memory.privacy.queries import SelectFn
 
 CONTENT = "content"
-
-
 DERIVED = "derived"
-
-
 KEPT = "kept"
+
+
+class PlanRows(Protocol):
+    """What a derivation reads from a plan (``datamap.Plan``): declared here, below
+    the map, so the derivations and the shapes need not import the map that names them."""
+
+    workspace: Workspace
+
+    def scoped(self, label: str) -> QuerySet: ...
+
+    def direct(self, label: str) -> QuerySet: ...
+
+    def going(self, label: str) -> Q: ...
+
+    def erased_evidence_ids(self) -> QuerySet: ...
 
 
 @dataclass(frozen=True)
@@ -58,12 +65,12 @@ class Derivation:
     name: str
     sources: tuple[str, ...]
     how: str
-    rows: Callable[[Plan], QuerySet] | None = None
+    rows: Callable[[PlanRows], QuerySet] | None = None
     action: str = "delete"
-    owners: Callable[[Plan, int], list[tuple[str, int]]] | None = None
+    owners: Callable[[PlanRows, int], list[tuple[str, int]]] | None = None
     rebuild_with: Callable[..., dict[str, int]] | None = None
 
-    def rebuild(self, *, plan: Plan, label: str, pk: int) -> dict[str, int]:
+    def rebuild(self, *, plan: PlanRows, label: str, pk: int) -> dict[str, int]:
         return self.rebuild_with(
             workspace=plan.workspace,
             label=label,

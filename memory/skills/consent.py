@@ -75,7 +75,7 @@ def _base_refuse(delta: SkillDelta) -> None:
         )
 
 
-def _activate(delta: SkillDelta, *, actor: str, reason: str, action: str, **extra) -> None:
+def delta_activate(delta: SkillDelta, *, actor: str, reason: str, action: str, **extra) -> None:
     """Make ``delta`` active; an approved umbrella supersedes its members."""
     if delta.provenance_source == ProvenanceSource.OUTCOME_EVIDENCE:
         progress = _evidence(delta)
@@ -101,11 +101,13 @@ def _activate(delta: SkillDelta, *, actor: str, reason: str, action: str, **extr
         delta=delta, event=WebhookEvent.DELTA_DECIDED, decision="approved", decided_by=actor
     )
     for member in delta.members.select_for_update().exclude(status=DeltaStatus.ARCHIVED):
-        _archive(member, actor=actor, reason=f"superseded by umbrella delta {delta.pk}")
+        delta_archive(member, actor=actor, reason=f"superseded by umbrella delta {delta.pk}")
         SkillDelta.objects.filter(pk=member.pk).update(superseded_by=delta)
 
 
-def _archive(delta: SkillDelta, *, actor: str, reason: str, action: str = "delta.archive") -> None:
+def delta_archive(
+    delta: SkillDelta, *, actor: str, reason: str, action: str = "delta.archive"
+) -> None:
     previous = delta.status
     delta.status = DeltaStatus.ARCHIVED
     delta.save(update_fields=["status", "updated_at"])
@@ -136,7 +138,7 @@ def delta_approve(*, delta: SkillDelta, actor: Actor, reason: str = "") -> Skill
     if delta.status != DeltaStatus.STAGED:
         raise _transition_refuse(delta, "only staged deltas can be approved")
     _base_refuse(delta)
-    _activate(delta, actor=actor.label, reason=reason, action="delta.approve")
+    delta_activate(delta, actor=actor.label, reason=reason, action="delta.approve")
     return delta
 
 
@@ -149,7 +151,7 @@ def delta_confirm_quarantined(*, delta: SkillDelta, actor: Actor, reason: str = 
     if not reason.strip():
         raise bad_request("reason", "Confirming an untrusted delta needs a reason.")
     _base_refuse(delta)
-    _activate(delta, actor=actor.label, reason=reason, action="delta.confirm_quarantined")
+    delta_activate(delta, actor=actor.label, reason=reason, action="delta.confirm_quarantined")
     return delta
 
 
@@ -159,7 +161,7 @@ def delta_reject(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillD
     delta = _locked_for_change(delta, actor=actor)
     if delta.status not in {DeltaStatus.STAGED, DeltaStatus.QUARANTINED, DeltaStatus.ORPHANED}:
         raise _transition_refuse(delta, "only pending deltas can be rejected", "Revert it instead.")
-    _archive(delta, actor=actor.label, reason=reason, action="delta.reject")
+    delta_archive(delta, actor=actor.label, reason=reason, action="delta.reject")
     delta_event(
         delta=delta, event=WebhookEvent.DELTA_DECIDED, decision="rejected", decided_by=actor.label
     )
@@ -172,7 +174,7 @@ def delta_revert(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillD
     delta = _locked_for_change(delta, actor=actor)
     if delta.status != DeltaStatus.ACTIVE:
         raise _transition_refuse(delta, "only active deltas can be reverted")
-    _archive(delta, actor=actor.label, reason=reason, action="delta.revert")
+    delta_archive(delta, actor=actor.label, reason=reason, action="delta.revert")
     return delta
 
 
@@ -190,7 +192,7 @@ def delta_reset(*, skill: Skill, agent: Agent, actor: Actor, reason: str = "") -
         .order_by("id")
     )
     for delta in deltas:
-        _archive(delta, actor=actor.label, reason=reason, action="delta.reset")
+        delta_archive(delta, actor=actor.label, reason=reason, action="delta.reset")
     return len(deltas)
 
 
@@ -238,7 +240,7 @@ def delta_reapprove(*, deltas: list[SkillDelta], actor: Actor, reason: str = "")
                 continue
             try:
                 with transaction.atomic():
-                    _activate(
+                    delta_activate(
                         delta,
                         actor=actor.label,
                         reason=reason,

@@ -30,7 +30,7 @@ from memory.models import (
     ProvenanceSource,
     SkillDelta,
 )
-from memory.skills.consent import _activate
+from memory.skills.consent import delta_activate
 from memory.skills.facts import fact_put
 from memory.skills.injection import injection_scan
 from memory.skills.selectors import skill_get
@@ -389,7 +389,7 @@ def delta_create(
         and not findings
         and workspace.settings.get(AUTO_APPROVE_SETTING) is True
     ):
-        _activate(
+        delta_activate(
             delta,
             actor="system:auto-approve",
             reason=f"workspace setting {AUTO_APPROVE_SETTING}",

@@ -21,7 +21,7 @@ from memory.models import (
     WebhookEvent,
     Workspace,
 )
-from memory.skills.consent import _archive
+from memory.skills.consent import delta_archive
 from memory.webhooks.events import delta_event
 
 
@@ -83,7 +83,7 @@ def delta_budget_enforce(
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=cutoff)
     )
     for delta in idle.select_related("workspace").defer("trigger_embedding", "payload_embedding"):
-        _archive(
+        delta_archive(
             delta,
             actor="system:budget",
             reason=f"retrieval-only and unused for {settings.CAIRN_SKILL_RETRIEVAL_ARCHIVE_DAYS} days",

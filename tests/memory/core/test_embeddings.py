@@ -5,12 +5,10 @@ from __future__ import annotations
 import pytest
 
 from memory.core import embedders, embeddings
-from memory.core.embedders import (
-    EmbeddingConfigError,
-    LocalEmbedder,
-    OpenAIEmbedder,
-)
+from memory.core.embedders import EmbeddingConfigError
 from memory.core.embeddings import get_embedder
+from memory.core.local_embedder import LocalEmbedder
+from memory.core.openai_embedder import OpenAIEmbedder
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from memory.core.embeddings import get_embedder
 from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.dedup import _dedup_candidates, normalised_words, overlap_coefficient
 from memory.knowledge.services import knowledge_forget, knowledge_remember
-from memory.knowledge.validation import _prepare
+from memory.knowledge.validation import knowledge_prepare
 from memory.models import Knowledge
 from tests.factories.identity import AgentFactory, WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory
@@ -112,7 +112,7 @@ def test_dedup_reads_a_bounded_candidate_list_from_the_indexes(workspace, as_age
             for i in range(60)
         ]
     )
-    prepared = _prepare(actor=as_agent, content="shared words item")
+    prepared = knowledge_prepare(actor=as_agent, content="shared words item")
     prepared.embedding = get_embedder().embed_one(prepared.content)
     candidates = _dedup_candidates(workspace, prepared)
     assert 0 < len(candidates) <= 20  # 20 from the GIN list; no vectors stored to add more

@@ -6,8 +6,8 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.core.actors import Actor
-from memory.core.embedders import LOCAL_MODEL_ID
 from memory.core.embeddings import get_embedder
+from memory.core.local_embedder import LOCAL_MODEL_ID
 from memory.knowledge.recall import knowledge_recall, knowledge_search, recall_default_top_k
 from memory.knowledge.services import knowledge_forget, knowledge_remember, knowledge_update
 from memory.models import Knowledge

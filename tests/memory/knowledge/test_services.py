@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from cairn.errors import ApplicationError, NotFoundError
 from memory.core.actors import Actor
-from memory.core.embedders import LOCAL_MODEL_ID
 from memory.core.embeddings import get_embedder
+from memory.core.local_embedder import LOCAL_MODEL_ID
 from memory.knowledge.recall import knowledge_search
 from memory.knowledge.services import (
     knowledge_delete,

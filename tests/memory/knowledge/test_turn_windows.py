@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from memory.backfill import embed_backfill_run
-from memory.core.embedders import MAX_TOKENS, OpenAIEmbedder
 from memory.core.embeddings import get_embedder
+from memory.core.local_embedder import MAX_TOKENS
+from memory.core.openai_embedder import OpenAIEmbedder
 from memory.core.windows import WINDOW_TOKENS, embed_sequences
 from memory.knowledge import turn_text
 from memory.models import ConversationTurn
