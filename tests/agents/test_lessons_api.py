@@ -226,9 +226,7 @@ def test_it_shows_the_supersede_chain_with_evidence_per_version(harness):
         assert history["id"] == v3["id"]
         assert [v["lesson"]["id"] for v in history["versions"]] == [v1["id"], v2["id"], v3["id"]]
         first, *edits = history["versions"]
-        assert [(o["id"], o["relation"]) for o in first["outcomes"]] == [
-            (first_evidence, "cited")
-        ]
+        assert [(o["id"], o["relation"]) for o in first["outcomes"]] == [(first_evidence, "cited")]
         assert first["outcomes"][0]["passed"] is True
         # Edits from a token are new words: they start with no evidence of their own.
         assert all(version["outcomes"] == [] for version in edits)
