@@ -2,9 +2,9 @@
 
 ``outcome_passed`` is the server's verdict from the raw check records; a
 client's own ``passed`` is never used. ``outcome_record`` stores the outcome
-once per ``(agent, channel, outcome_id)`` and, in the same transaction, attributes it to
-what was in play and learns mechanical lessons; a retry answers with the body
-the first request stored.
+once per ``(agent, channel, outcome_id)`` and, in the same transaction,
+attributes it to what was in play and learns mechanical lessons; a retry answers
+with the body the first request stored.
 """
 
 from __future__ import annotations
@@ -162,11 +162,11 @@ def outcome_record(
     In one transaction: insert the row, compute ``passed``, attribute it to the
     in-play lessons and knowledge, learn mechanical lessons, store the body. An
     ``outcome_id`` this agent already posted through this channel (a retry, or a
-    concurrent twin) loses on the unique constraint on (agent, channel, outcome_id) at
-    the insert, before
-    anything is applied, and answers with the stored body. (Inserting first
-    rather than looking first saves a query on every new outcome; a retry pays
-    it instead.)
+    concurrent twin) loses on the unique constraint on (agent, channel, outcome_id)
+    at the insert, before anything is applied, and answers with the stored body.
+    (Inserting first rather than looking first saves a query on every new outcome;
+    a retry pays it instead.) The same id from the other channel is another outcome:
+    an agent token cannot take the id its harness will report under.
 
     ``goal_text`` is checked (length, credentials) and hashed when no ``goal`` is
     given; it is stored only when the workspace opted in (``store_goal_text``),

@@ -299,10 +299,10 @@ def _cite_each(*, lesson: Lesson, outcomes: list[Outcome]) -> Lesson:
 
 def cited_evidence_count(*, lesson: Lesson, now) -> None:
     """The evidence an agent cited for ``lesson`` counts, once: the first harness
-    outcome that had the lesson in play has just confirmed it (and activated it). The
-    lesson then stands where a lesson born of verified evidence starts
-    (``CAIRN_LESSON_BIRTH_CONFIDENCE`` above the claimed one), one ledger row of kind
-    ``cited``; never again for this row, however many outcomes it cited."""
+    outcome that had the lesson in play has just confirmed it (and activated it). It is
+    lifted by the gap between a verified lesson's birth confidence and a claimed one's
+    (0.5 - 0.3), as if it had been born of verified evidence: one ledger row of kind
+    ``cited``, never again for this row, however many outcomes it cited."""
     if not LessonEvidence.objects.filter(lesson=lesson, relation=_CITED).exists():
         return
     if ConfidenceChange.objects.filter(
