@@ -49,8 +49,9 @@ class IdempotencyMiddleware:
             return self.get_response(request)  # the view answers 401
         body = request.body  # read once here; Django caches it for the view
         digest = request_digest(method=request.method, path=request.get_full_path(), body=body)
-        with idempotency_guard(agent=token.agent, key=key):
-            stored = idempotency_lookup(agent=token.agent, key=key, digest=digest)
+        scope = token.scope
+        with idempotency_guard(agent=token.agent, scope=scope, key=key):
+            stored = idempotency_lookup(agent=token.agent, scope=scope, key=key, digest=digest)
             if stored is not None:
                 if not stored.matches:
                     return JsonResponse(
@@ -72,6 +73,7 @@ class IdempotencyMiddleware:
             if 200 <= response.status_code < 300 and not response.streaming:
                 idempotency_store(
                     agent=token.agent,
+                    scope=scope,
                     key=key,
                     method=request.method,
                     path=request.get_full_path(),

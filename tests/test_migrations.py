@@ -23,7 +23,7 @@ def test_outcome_foreign_keys_stay_without_indexes_of_their_own():
     # Each lookup by agent or workspace is still served by an index leading with it.
     assert not [i for i in indexes if i.endswith('("agent_id")') or i.endswith("(agent_id)")]
     assert not [i for i in indexes if i.endswith("(workspace_id)")]
-    assert any("(agent_id, outcome_id)" in i for i in indexes)
+    assert any("(agent_id, channel, outcome_id)" in i for i in indexes)
     assert any("(workspace_id, project_digest" in i for i in indexes)
     assert [fk.split(" REFERENCES ")[1].split("(")[0] for fk in foreign_keys] == [
         "memory_agent",
@@ -170,9 +170,10 @@ def test_a_database_at_the_old_head_upgrades_to_the_squashed_set_unchanged(scrat
     assert rows_before["memory_lesson"][0] > 0 and rows_before["memory_skilldelta"][0] > 0
 
     # The squashed set sees its 38 predecessors applied: nothing runs, nothing changes.
-    plan = _manage(old, "migrate", "memory", "--plan")
+    squashed_head = SQUASHED[-1]
+    plan = _manage(old, "migrate", "memory", squashed_head, "--plan")
     assert "No planned migration operations" in plan
-    _manage(old, "migrate", "--no-input")
+    _manage(old, "migrate", "memory", squashed_head, "--no-input")
     assert _rows(old) == rows_before
     assert _schema(old) == schema_before
     with _server(old) as conn:
@@ -180,13 +181,100 @@ def test_a_database_at_the_old_head_upgrades_to_the_squashed_set_unchanged(scrat
             n for (n,) in conn.execute("SELECT name FROM django_migrations WHERE app = 'memory'")
         }
     assert set(SQUASHED) <= recorded
+    # Migrations written after the squash then run on it as on any install.
+    _manage(old, "migrate", "--no-input")
     _manage(old, "makemigrations", "--check", "--dry-run")
 
-    # A new install runs the three and ends with the very schema the old path made.
+    # A new install runs the three first and, at their head, has the very schema the
+    # old path made; the later migrations follow.
     fresh = _manage(new, "migrate", "memory", "--plan")
-    assert [line.strip() for line in fresh.splitlines() if line.startswith("memory.")] == [
-        f"memory.{name}" for name in SQUASHED
-    ]
-    _manage(new, "migrate", "--no-input")
+    planned = [line.strip() for line in fresh.splitlines() if line.startswith("memory.")]
+    assert planned[: len(SQUASHED)] == [f"memory.{name}" for name in SQUASHED]
+    assert not any(name.startswith("memory.00") and "merge" in name for name in planned)
+    _manage(new, "migrate", "memory", squashed_head, "--no-input")
     assert _schema(new) == schema_before
+    _manage(new, "migrate", "--no-input")
+    assert _schema(new) == _schema(old)
     _manage(new, "makemigrations", "--check", "--dry-run")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ids_per_channel_migrate_existing_rows():
+    """Outcomes and evidence keep their ids; a stored idempotency answer that says it was
+    the harness's becomes a harness key; afterwards the agent channel may use the same
+    ids without standing in for the harness's."""
+    import json
+
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    graph = executor.loader.graph
+    [node] = [n for n in graph.nodes if n[0] == "memory" and n[1].endswith("_trust_seams")]
+    [before] = sorted(graph.node_map[node].parents, key=lambda n: n[1])[-1:]
+    leaves = executor.loader.graph.leaf_nodes()
+    executor.migrate([before])
+    try:
+        old = MigrationExecutor(connection).loader.project_state(before).apps
+        workspace = old.get_model("memory", "Workspace").objects.create(name="migrating")
+        agent = old.get_model("memory", "Agent").objects.create(workspace=workspace, name="a")
+        outcome = old.get_model("memory", "Outcome").objects.create(
+            workspace=workspace,
+            agent=agent,
+            outcome_id="run-1",
+            session_id="s",
+            project_digest="d" * 64,
+            channel="harness",
+        )
+        evidence = old.get_model("memory", "Evidence").objects.create(
+            workspace=workspace,
+            evidence_id="review-1",
+            kind="user_confirmed",
+            target_type="lesson",
+            target_id=1,
+            channel="harness",
+        )
+        records = old.get_model("memory", "IdempotencyRecord").objects
+        for key, path, body in [
+            ("k-harness", "/api/v1/outcomes/", {"id": 1, "channel": "harness"}),
+            ("k-agent", "/api/v1/evidence/", {"id": 2, "channel": "agent"}),
+            ("k-turn", "/api/v1/sessions/s/turns/", {"channel": "harness"}),
+            ("k-raw", "/api/v1/outcomes/", None),
+        ]:
+            records.create(
+                workspace=workspace,
+                agent=agent,
+                key=key,
+                method="POST",
+                path=path,
+                request_digest="x",
+                status_code=201,
+                response_body=b"not json" if body is None else json.dumps(body).encode(),
+            )
+        executor = MigrationExecutor(connection)
+        executor.migrate([node])
+        new = MigrationExecutor(connection).loader.project_state(node).apps
+        scopes = dict(
+            new.get_model("memory", "IdempotencyRecord").objects.values_list("key", "scope")
+        )
+        # Only outcome and evidence answers say whose they were; the rest were agents'.
+        assert scopes == {
+            "k-harness": "harness",
+            "k-agent": "agent",
+            "k-turn": "agent",
+            "k-raw": "agent",
+        }
+        outcomes = new.get_model("memory", "Outcome").objects
+        assert outcomes.get(pk=outcome.pk).outcome_id == "run-1"
+        outcomes.create(
+            workspace_id=workspace.pk,
+            agent_id=agent.pk,
+            outcome_id="run-1",
+            session_id="s",
+            project_digest="d" * 64,
+            channel="agent",
+        )
+        assert outcomes.filter(outcome_id="run-1").count() == 2
+        assert new.get_model("memory", "Evidence").objects.get(pk=evidence.pk).channel == "harness"
+    finally:
+        MigrationExecutor(connection).migrate(leaves)

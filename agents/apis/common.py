@@ -39,6 +39,14 @@ OFFSET_MAX = 1_000_000
 INT_MAX = 2_147_483_647
 BIGINT_MAX = 9_223_372_036_854_775_807
 
+# Reads (recall, context, the lesson check, the effective skill) take ``incognito`` too:
+# they answer as usual and record no use of what they served.
+INCOGNITO_READ_HELP = (
+    "Record nothing: the answer is the same, but no use of what it served is recorded "
+    "(last_used_at, use_count, the session's cached resolution). Send it on every read "
+    "of an incognito session: the server does not remember which sessions are."
+)
+
 # --------------------------------------------------------------------------- fields
 
 SURROGATE = re.compile(r"[\ud800-\udfff]")

@@ -1,5 +1,6 @@
 """Agent API: plan-time context and the decision-time lesson check (SPEC sections 4
-and 11). Serving refreshes recency, never confidence."""
+and 11). Serving refreshes recency, never confidence; an ``incognito=true`` read
+refreshes nothing (it records no use of what it served)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.apis.common import (
+    INCOGNITO_READ_HELP,
     LEARNING_ERRORS,
     TAG_LESSONS,
     TAG_OUTCOMES,
@@ -30,6 +32,9 @@ class ContextApi(APIView):
         context = serializers.CharField(max_length=200, required=False, allow_blank=True)
         now = serializers.DateTimeField(
             required=False, help_text="render as of this time (ISO 8601); default: now"
+        )
+        incognito = serializers.BooleanField(
+            required=False, default=False, help_text=INCOGNITO_READ_HELP
         )
 
         def validate_now(self, value):
@@ -79,7 +84,8 @@ class ContextApi(APIView):
             machine=data.get("machine") or "",
         )
         served = built.pop("served")
-        context_mark_served(lesson_ids=served["lessons"], knowledge_ids=served["knowledge"])
+        if not data["incognito"]:
+            context_mark_served(lesson_ids=served["lessons"], knowledge_ids=served["knowledge"])
         return Response(built)
 
 
@@ -89,6 +95,9 @@ class LessonCheckApi(APIView):
         context = serializers.CharField(max_length=200, required=False, allow_blank=True)
         machine = serializers.RegexField(
             r"^[A-Za-z0-9:._-]{1,128}$", required=False, allow_blank=True
+        )
+        incognito = serializers.BooleanField(
+            required=False, default=False, help_text=INCOGNITO_READ_HELP
         )
 
     class LessonCheckOutputSerializer(serializers.Serializer):
@@ -127,5 +136,6 @@ class LessonCheckApi(APIView):
             now=timezone.now(),
         )
         served = built.pop("served")
-        context_mark_served(lesson_ids=served["lessons"], knowledge_ids=served["knowledge"])
+        if not data["incognito"]:
+            context_mark_served(lesson_ids=served["lessons"], knowledge_ids=served["knowledge"])
         return Response(built)

@@ -48,7 +48,7 @@ class EvidenceCreateApi(APIView):
             "`diff_accepted` and `user_confirmed` add +0.15 and need a **harness-scoped** "
             "token (the process that talks to the person; an agent token gets 403). "
             "`self_report` is recorded and worth zero (it refreshes recency only). "
-            "Idempotent on `evidence_id` per workspace: the same id again answers 200 "
+            "Idempotent on `evidence_id` per workspace and token scope: the same id again answers 200 "
             "with the same body."
         ),
         request=EvidenceInputSerializer,

@@ -67,6 +67,10 @@ class LessonOutputSerializer(serializers.Serializer):
     sources = serializers.SerializerMethodField(
         help_text="project lessons promoted into this (global) one"
     )
+    cited = serializers.SerializerMethodField(
+        help_text="ids of outcomes cited when the lesson was posted: kept, weighed only once "
+        "a harness outcome with the lesson in play has confirmed it"
+    )
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_evidence(self, lesson) -> list[int]:
@@ -80,6 +84,10 @@ class LessonOutputSerializer(serializers.Serializer):
     def get_sources(self, lesson) -> list[int]:
         return lesson_evidence_summary(lesson)["sources"]
 
+    @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
+    def get_cited(self, lesson) -> list[int]:
+        return lesson_evidence_summary(lesson)["cited"]
+
 
 def _lesson_body(lesson) -> dict:
     return dict(LessonOutputSerializer(lesson).data)
@@ -91,7 +99,7 @@ class LessonPagination(LimitOffsetPagination):
 
 
 class LessonsApi(APIView):
-    """``GET`` lists lessons; ``POST`` creates one (claimed unless it names evidence)."""
+    """``GET`` lists lessons; ``POST`` creates one, claimed (evidence it names is cited)."""
 
     class LessonCreateSerializer(ProjectFields):
         text = serializers.CharField(max_length=2000, help_text="one imperative sentence")
@@ -165,11 +173,14 @@ class LessonsApi(APIView):
         operation_id="lesson_create",
         summary="Create a lesson",
         description=(
-            "Without evidence the lesson is stored *claimed* at 0.3 and never served until an "
-            "attributed confirmation. Each evidence id must be an outcome of this workspace "
-            "and project that passed; otherwise 422 names each id and why, and nothing is "
-            "written. Global lessons are earned by promotion only. An equivalent live lesson "
-            "takes the evidence instead (200, `deduplicated_into`)."
+            "The lesson is stored *claimed* at 0.3 and never served until a harness outcome "
+            "with it in `in_play` confirms it. Each evidence id must be a harness outcome of "
+            "this workspace and project that passed and ran the operation; otherwise 422 names "
+            "each id and why, and nothing is written. Valid ids are kept as `cited` and count "
+            "once, when that first in-play confirmation comes (the lesson then stands at 0.5 "
+            "before the confirmation's +0.15). Global lessons are earned by promotion only. An "
+            "equivalent live lesson is answered instead (200, `deduplicated_into`) and keeps "
+            "the new ids as cited: posting it again moves nothing."
         ),
         request=LessonCreateSerializer,
         responses={
@@ -262,8 +273,11 @@ class LessonDetailApi(APIView):
         operation_id="lesson_edit",
         summary="Edit a lesson (answers with the new id)",
         description=(
-            "An edit inserts a new row inheriting the evidence and confidence; the old row "
-            "is superseded and stays in the history."
+            "An edit inserts a new row; the old row is superseded and stays in the history. "
+            "New words from a token start *claimed* at 0.3 (or lower, if the old row had "
+            "fallen below) with no evidence and no pin, until a harness outcome with the new "
+            "row in play confirms it; a person's edit in the review UI keeps what the old row "
+            "had earned."
         ),
         request=LessonEditSerializer,
         responses={200: LessonEditedSerializer, **errors(400, 401, 404, 422, area=LEARNING_ERRORS)},

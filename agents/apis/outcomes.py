@@ -164,7 +164,7 @@ class OutcomeCreateApi(APIView):
         description=(
             "The server computes `passed` from the raw checks (a client `passed` is ignored), "
             "confirms or contradicts what was in play on its own operation, and learns "
-            "mechanical lessons. Idempotent on `(agent, outcome_id)`: the same id again "
+            "mechanical lessons. Idempotent on `(agent, token scope, outcome_id)`: the same id again "
             "answers 200 with the same body and applies nothing. `incognito: true` records "
             "nothing and answers 202 `{recorded: false}`."
         ),

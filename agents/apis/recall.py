@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.apis.common import (
+    INCOGNITO_READ_HELP,
     KNOWLEDGE_ERRORS,
     TAG_KNOWLEDGE,
     EmbeddingField,
@@ -58,6 +59,9 @@ class RecallIn(StrictSerializer):
         help_text="What to search: `knowledge` (default), conversation `turns`, or `both`, "
         "merged into one ranking by score; each hit says its `kind`. category and entity "
         "select knowledge only (a 400 with turns or both).",
+    )
+    incognito = serializers.BooleanField(
+        required=False, default=False, help_text=INCOGNITO_READ_HELP
     )
 
 
@@ -119,7 +123,8 @@ class RecallApi(APIView):
             "Vector (pgvector cosine, HNSW) and full-text candidates fused by reciprocal rank; "
             "score = relevance + 0.05 × confidence, so strength only breaks near-ties. "
             "Archived and superseded items never appear; sensitive ones only with "
-            "include_sensitive. Recalled items get last_used_at and use_count refreshed; "
+            "include_sensitive. Recalled items get last_used_at and use_count refreshed "
+            "(not with `incognito: true`); "
             "recall never changes confidence. With `sources=turns` or `both`, conversation "
             "turns are ranked the same way (vector + BM25, see conversations/search/) and "
             "merged by score; turn hits carry `kind: turn` and their session."
@@ -152,7 +157,8 @@ class RecallApi(APIView):
     )
     def post(self, request):
         data = validated(RecallIn, request.data)
-        result = recall_sources(workspace=request_workspace(request), **data)
+        incognito = data.pop("incognito")
+        result = recall_sources(workspace=request_workspace(request), record=not incognito, **data)
         return Response(
             {
                 "query": data["query"],

@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.apis.common import SKILL_ERRORS, TAG_SKILLS, actor, errors
+from agents.apis.common import INCOGNITO_READ_HELP, SKILL_ERRORS, TAG_SKILLS, actor, errors
 from memory.skills.effective import effective_skill_resolve
 from memory.skills.registry import skill_register
 from memory.skills.selectors import skill_get
@@ -135,6 +135,9 @@ class EffectiveSkillApi(APIView):
         session_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
         learned = serializers.BooleanField(required=False, default=True)
         goal = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+        incognito = serializers.BooleanField(
+            required=False, default=False, help_text=INCOGNITO_READ_HELP
+        )
 
     class AppliedSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -175,6 +178,9 @@ class EffectiveSkillApi(APIView):
             OpenApiParameter("session_id", str, required=False),
             OpenApiParameter("learned", bool, required=False, default=True),
             OpenApiParameter("goal", str, required=False),
+            OpenApiParameter(
+                "incognito", bool, required=False, default=False, description=INCOGNITO_READ_HELP
+            ),
         ],
         responses={200: EffectiveOutputSerializer, **errors(400, 401, 404, area=SKILL_ERRORS)},
         tags=[TAG_SKILLS],
@@ -189,5 +195,6 @@ class EffectiveSkillApi(APIView):
             session_id=values.get("session_id", ""),
             learned=values.get("learned", True),
             goal=values.get("goal", ""),
+            record=not values.get("incognito", False),
         )
         return Response(self.EffectiveOutputSerializer(body).data)

@@ -4,6 +4,11 @@ The first request with a key runs and its successful response is stored; the
 same key again replays that response (nothing is applied twice). The same key
 on a different request is refused. Concurrent requests with one key are
 serialised by an advisory lock, so only one of them runs.
+
+Keys belong to the token scope that sent them (agent, harness, admin): the same
+key from the agent token and from its harness are two keys, so the model cannot
+post first under the key its harness will use and have the harness's real write
+answered with a replay of its own.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ def request_digest(*, method: str, path: str, body: bytes) -> str:
     return hashlib.sha256(method.encode() + b"\0" + path.encode() + b"\0" + body).hexdigest()
 
 
-def idempotency_lookup(*, agent: Agent, key: str, digest: str) -> StoredResponse | None:
-    record = IdempotencyRecord.objects.filter(agent=agent, key=key).first()
+def idempotency_lookup(*, agent: Agent, scope: str, key: str, digest: str) -> StoredResponse | None:
+    record = IdempotencyRecord.objects.filter(agent=agent, scope=scope, key=key).first()
     if record is None:
         return None
     return StoredResponse(
@@ -45,6 +50,7 @@ def idempotency_lookup(*, agent: Agent, key: str, digest: str) -> StoredResponse
 def idempotency_store(
     *,
     agent: Agent,
+    scope: str = "agent",
     key: str,
     method: str,
     path: str,
@@ -59,6 +65,7 @@ def idempotency_store(
         [
             IdempotencyRecord(
                 agent=agent,
+                scope=scope,
                 key=key,
                 workspace_id=agent.workspace_id,
                 method=method,
@@ -74,7 +81,7 @@ def idempotency_store(
 
 
 @contextlib.contextmanager
-def idempotency_guard(*, agent: Agent, key: str):
-    """Serialise requests that share (agent, key) across processes."""
-    with advisory_lock_blocking(f"idempotency:{agent.pk}:{key}"):
+def idempotency_guard(*, agent: Agent, scope: str, key: str):
+    """Serialise requests that share (agent, scope, key) across processes."""
+    with advisory_lock_blocking(f"idempotency:{agent.pk}:{scope}:{key}"):
         yield

@@ -397,6 +397,7 @@ def tool_calls_log(
                                 error=call["error"],
                                 at=call["at"],
                                 session_id=call["session_id"],
+                                channel=channel,
                             )
                         ],
                         embeddings=embeddings,

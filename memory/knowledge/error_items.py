@@ -53,6 +53,9 @@ class FailureRecord:
     error: str
     at: datetime
     session_id: str = ""
+    # The channel the failing call came through: an error item derived from an agent
+    # token's report is the agent's word (channel agent), not the system's.
+    channel: str = Channel.HARNESS
 
 
 @transaction.atomic
@@ -102,7 +105,7 @@ def knowledge_record_failures(
             item = Knowledge.objects.create(
                 workspace=failure.workspace,
                 agent=failure.agent,
-                channel=Channel.SYSTEM,
+                channel=Channel.AGENT if failure.channel == Channel.AGENT else Channel.SYSTEM,
                 content=content,
                 category=Category.ERROR,
                 domain=failure.tool[:100],

@@ -53,8 +53,10 @@ def recall_sources(
     time_to: datetime | None = None,
     include_sensitive: bool = False,
     now: datetime | None = None,
+    record: bool = True,
 ) -> MixedRecallResult:
-    """Recall from ``sources`` (knowledge, turns or both), one ranked list."""
+    """Recall from ``sources`` (knowledge, turns or both), one ranked list. ``record``:
+    mark the knowledge items returned as used (an incognito read records nothing)."""
     if sources not in SOURCES:
         raise bad_request("sources", f"must be one of {', '.join(SOURCES)}")
     query = check_text("query", query, max_chars=CONTENT_MAX_CHARS, allow_blank=False)
@@ -97,7 +99,10 @@ def recall_sources(
     # Stable: within equal scores, the order each store gave stands.
     hits.sort(key=lambda h: -h.score)
     hits = hits[:top_k]
-    knowledge_mark_used(
-        workspace=workspace, item_ids=[h.hit.id for h in hits if h.kind == "knowledge"], now=now
-    )
+    if record:
+        knowledge_mark_used(
+            workspace=workspace,
+            item_ids=[h.hit.id for h in hits if h.kind == "knowledge"],
+            now=now,
+        )
     return MixedRecallResult(top_k=top_k, hits=hits)

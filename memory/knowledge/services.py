@@ -32,6 +32,7 @@ from memory.core.validation import (
 )
 from memory.knowledge.dedup import content_words, find_duplicate, normalised_words
 from memory.knowledge.validation import (
+    DEFAULT_CONFIDENCE,
     FIELD_MAX,
     Prepared,
     check_category,
@@ -438,7 +439,15 @@ def _supersede(
     fields.update(changes)
     fields["metadata"] = {**(fields.get("metadata") or {}), "supersedes": old.pk}
     if actor.is_person:
+        # A person vouches for the new words: they keep what the old ones earned.
         fields["source"] = Source.USER
+    else:
+        # New words from a token are that token's claim: they start where a new item
+        # from it starts, whatever the old words had earned or whoever wrote them (and
+        # never above where contradictions had left the old words).
+        fields["source"] = Source.AGENT
+        fields["confidence"] = min(float(old.confidence), DEFAULT_CONFIDENCE)
+        fields["pinned"] = False
     # The old row leaves the one-active-error-per-operation slot for a moment, so the
     # new version can take it; it keeps its own status once it points at the new one.
     Knowledge.objects.filter(pk=old.pk).update(status=KnowledgeStatus.ARCHIVED)

@@ -308,8 +308,12 @@ def _evidence_target(*, workspace: Workspace, target_type: str, target_id: int):
     return target
 
 
-def _evidence_stored(*, workspace: Workspace, evidence_id: str) -> dict | None:
-    row = Evidence.objects.filter(workspace=workspace, evidence_id=evidence_id).first()
+def _evidence_stored(*, workspace: Workspace, evidence_id: str, channel: str) -> dict | None:
+    """The stored answer for this id from this channel (ids are per channel: an agent
+    token's post under the harness's id is not the harness's report)."""
+    row = Evidence.objects.filter(
+        workspace=workspace, channel=channel, evidence_id=evidence_id
+    ).first()
     return None if row is None else row.response
 
 
@@ -326,7 +330,7 @@ def evidence_record(
     target_type: str,
     target_id: int,
 ) -> tuple[dict, bool]:
-    """Record posted evidence once per ``evidence_id``; returns (body, created).
+    """Record posted evidence once per ``evidence_id`` and channel; returns (body, created).
 
     0. ``user_confirmed`` and ``diff_accepted`` come only from the harness scope
        (or a person in the UI): from an agent token they are refused (403).
@@ -351,7 +355,7 @@ def evidence_record(
             fields={"kind": [f"{kind} needs a harness-scoped token"]},
             status_code=403,
         )
-    stored = _evidence_stored(workspace=workspace, evidence_id=evidence_id)
+    stored = _evidence_stored(workspace=workspace, evidence_id=evidence_id, channel=actor.channel)
     if stored is not None:
         return stored, False
     try:
@@ -391,7 +395,9 @@ def evidence_record(
             row.save(update_fields=["response"])
             return body, True
     except IntegrityError:
-        stored = _evidence_stored(workspace=workspace, evidence_id=evidence_id)
+        stored = _evidence_stored(
+            workspace=workspace, evidence_id=evidence_id, channel=actor.channel
+        )
         if stored is None:
             raise
         return stored, False
@@ -503,6 +509,8 @@ def confidence_rebuild(
     for link in links:
         if f"outcome:{link.outcome_id}" in own_citations:
             continue
+        if link.relation == LessonEvidence.Relation.CITED:
+            continue  # cited links never moved it (their one lift is a ledger row)
         kind = (
             EvidenceKind.TEST_PASSED
             if link.relation == LessonEvidence.Relation.SUPPORTS

@@ -100,7 +100,7 @@ def retired_by_person_blocking(
         state=LessonState.RETIRED,
         retired_by=RetiredBy.PERSON,
         evidence__outcome_id__in=outcome_ids,
-        evidence__relation=RELATION_SUPPORTS,
+        evidence__relation__in=[RELATION_SUPPORTS, LessonEvidence.Relation.CITED],
     ).distinct()
     for lesson in retired:
         lineage = [lesson, *lesson_ancestors(lesson=lesson)]
@@ -121,7 +121,15 @@ def lesson_edit(
     operation_key: str | None = None,
     reason: str = "",
 ) -> Lesson:
-    """Edit = a new row inheriting evidence and confidence; the old row points at it."""
+    """Edit = a new row; the old row points at it.
+
+    Evidence and confidence were earned by the old words. A person is a trusted
+    channel: their edit keeps both (and the state, pin and seal), as the reviewer
+    vouches for the new words. Anyone else's (an agent token's, or its harness's:
+    the text is the model's either way) starts claimed at the claimed confidence,
+    with no evidence and no pin, and is served only once a harness outcome that
+    had the new version in play confirms it.
+    """
     by_person = actor.is_person
     lesson = _lock_current(lesson)
     if lesson.state == LessonState.RETIRED:
@@ -155,6 +163,14 @@ def lesson_edit(
         )
     if new_text == lesson.text and new_op == lesson.operation_key:
         return lesson
+    if by_person:
+        confidence, state, pinned = lesson.confidence, lesson.state, lesson.pinned
+    else:
+        confidence, state, pinned = (
+            min(lesson.confidence, settings.CAIRN_LESSON_CLAIMED_CONFIDENCE),
+            LessonState.CLAIMED,
+            False,
+        )
     edited = Lesson.objects.create(
         workspace_id=lesson.workspace_id,
         agent=actor.agent or lesson.agent,
@@ -166,17 +182,18 @@ def lesson_edit(
         target=lesson.target if new_op == lesson.operation_key else "",
         scope=lesson.scope,
         project_digest=lesson.project_digest,
-        confidence=lesson.confidence,
-        birth_confidence=lesson.confidence,
-        state=lesson.state,
+        confidence=confidence,
+        birth_confidence=confidence,
+        state=state,
         source=LessonSource.USER if by_person else lesson.source,
         channel=actor.channel,
-        pinned=lesson.pinned,
+        pinned=pinned,
         sealed=lesson.sealed,
         use_count=lesson.use_count,
         last_used_at=lesson.last_used_at,
     )
-    lesson_evidence_copy(source=lesson, target=edited)
+    if by_person:
+        lesson_evidence_copy(source=lesson, target=edited)
     lesson_supersede(lesson, by=edited, reason=SupersedeReason.EDITED)
     audit_record(
         workspace=lesson.workspace,
@@ -185,7 +202,7 @@ def lesson_edit(
         target_type="lesson",
         target_id=lesson.pk,
         reason=reason,
-        details={"new_id": edited.pk},
+        details={"new_id": edited.pk, "state": edited.state},
     )
     return edited
 

@@ -2,9 +2,9 @@
 
 ``outcome_passed`` is the server's verdict from the raw check records; a
 client's own ``passed`` is never used. ``outcome_record`` stores the outcome
-once per ``(agent, outcome_id)`` and, in the same transaction, attributes it to
-what was in play and learns mechanical lessons; a retry answers with the body
-the first request stored.
+once per ``(agent, channel, outcome_id)`` and, in the same transaction,
+attributes it to what was in play and learns mechanical lessons; a retry answers
+with the body the first request stored.
 """
 
 from __future__ import annotations
@@ -123,8 +123,14 @@ class Attribution:
         self.note(self.contradicted if contradicts else self.confirmed, ref)
 
 
-def _stored_body(*, agent: Agent, outcome_id: str) -> dict | None:
-    row = Outcome.objects.filter(agent=agent, outcome_id=outcome_id).only("response").first()
+def _stored_body(*, agent: Agent, outcome_id: str, channel: str) -> dict | None:
+    """The stored answer for this id from this channel: an agent token's outcome under the
+    id the harness will use is another row, never the harness's replay."""
+    row = (
+        Outcome.objects.filter(agent=agent, channel=channel, outcome_id=outcome_id)
+        .only("response")
+        .first()
+    )
     return None if row is None else row.response
 
 
@@ -155,11 +161,12 @@ def outcome_record(
 
     In one transaction: insert the row, compute ``passed``, attribute it to the
     in-play lessons and knowledge, learn mechanical lessons, store the body. An
-    ``outcome_id`` this agent already posted (a retry, or a concurrent twin)
-    loses on the unique constraint on (agent, outcome_id) at the insert, before
-    anything is applied, and answers with the stored body. (Inserting first
-    rather than looking first saves a query on every new outcome; a retry pays
-    it instead.)
+    ``outcome_id`` this agent already posted through this channel (a retry, or a
+    concurrent twin) loses on the unique constraint on (agent, channel, outcome_id)
+    at the insert, before anything is applied, and answers with the stored body.
+    (Inserting first rather than looking first saves a query on every new outcome;
+    a retry pays it instead.) The same id from the other channel is another outcome:
+    an agent token cannot take the id its harness will report under.
 
     ``goal_text`` is checked (length, credentials) and hashed when no ``goal`` is
     given; it is stored only when the workspace opted in (``store_goal_text``),
@@ -169,7 +176,7 @@ def outcome_record(
         digest = project_digest_required(remote=project_remote, path=project_path)
         goal_text = goal_text_clean(goal_text)
     except ApplicationError:
-        stored = _stored_body(agent=agent, outcome_id=outcome_id)
+        stored = _stored_body(agent=agent, outcome_id=outcome_id, channel=channel)
         if stored is None:
             raise
         return stored, False
@@ -224,7 +231,7 @@ def outcome_record(
             body, result = _store(outcome, quiet=quiet, label=label, kept=keep_goal_text)
             break
         except IntegrityError:
-            stored = _stored_body(agent=agent, outcome_id=outcome_id)
+            stored = _stored_body(agent=agent, outcome_id=outcome_id, channel=channel)
             if stored is not None:
                 return stored, False
             if quiet is None:
@@ -541,6 +548,10 @@ def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> N
     for lesson in rows.lessons:
         head = lesson_head(lesson=lesson)
         fast = fresh and head is lesson
+        if head is not lesson and head.state == LessonState.CLAIMED:
+            # Rewritten since it was served (an agent's edit starts claimed): the outcome
+            # tried the words it had in play, not these.
+            continue
         lesson = head
         if lesson.pk in seen or lesson.state == LessonState.RETIRED:
             continue
@@ -555,6 +566,7 @@ def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> N
                 locked=fast,
                 twins=lesson.twins if fast else None,
                 attached=link in result.prelinked,
+                in_play=True,
             )
             if holder is not None:
                 result.linked.add(link)

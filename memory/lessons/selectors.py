@@ -190,13 +190,15 @@ def lesson_list(
 
 
 def lesson_evidence_summary(lesson: Lesson) -> dict:
-    """Outcome ids that support and that contradicted this row (uses the prefetch)."""
+    """Outcome ids that support, that contradicted, and that its author cited for this
+    row (uses the prefetch)."""
     rows = list(lesson.evidence.all())
     return {
         "evidence": [r.outcome_id for r in rows if r.relation == LessonEvidence.Relation.SUPPORTS],
         "contradicted_by": [
             r.outcome_id for r in rows if r.relation == LessonEvidence.Relation.CONTRADICTS
         ],
+        "cited": [r.outcome_id for r in rows if r.relation == LessonEvidence.Relation.CITED],
         "sources": sorted(
             s.pk for s in lesson.supersedes.all() if s.supersede_reason == "promoted"
         ),

@@ -3,9 +3,12 @@
 Where lessons come from, in order of trust:
 1. the loop, mechanically (``lesson_learn_mechanical``): a failed ``(A, T)``
    then an ok ``(B, T)`` in a passed outcome writes "Prefer B over A for T.";
-2. ``POST /lessons/`` (``lesson_create``) with evidence ids, each an existing
-   passed outcome of the same workspace and project; without evidence the row
-   is *claimed* at 0.3 and never served until an attributed confirmation.
+2. ``POST /lessons/`` (``lesson_create``): words, usually the model's. The row is
+   *claimed* at 0.3 and never served until a harness outcome that had it in play
+   confirms it. Evidence ids it cites (each a passed harness outcome of the same
+   workspace and project that ran the operation) are kept as ``cited`` links and
+   weigh only once that first in-play confirmation comes (``cited_evidence_count``):
+   an outcome that never had the lesson in play says nothing about its words.
 
 Confidence moves only through ``memory.lessons.evidence``.
 """
@@ -23,7 +26,7 @@ from django.utils import timezone
 from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
 from memory.core.validation import rationale_clean
-from memory.lessons.evidence import evidence_apply, lesson_retire_system
+from memory.lessons.evidence import confidence_apply, evidence_apply, lesson_retire_system
 from memory.lessons.lifecycle import (
     MECHANICAL_TEXT_MAX_CHARS,
     RELATION_SUPPORTS,
@@ -40,6 +43,8 @@ from memory.lessons.selectors import lesson_head
 from memory.models import (
     Agent,
     Channel,
+    ConfidenceCause,
+    ConfidenceChange,
     EvidenceKind,
     Knowledge,
     Lesson,
@@ -50,11 +55,15 @@ from memory.models import (
     Outcome,
     StepOutcome,
     SupersedeReason,
+    TargetType,
     Workspace,
 )
 
 EVIDENCE_IDS_MAX = 50
 _CONTRADICTS = LessonEvidence.Relation.CONTRADICTS
+_CITED = LessonEvidence.Relation.CITED
+# The ledger kind of the one move cited evidence makes (``cited_evidence_count``).
+CITED_KIND = "cited"
 
 
 # --- text -----------------------------------------------------------------------------
@@ -197,9 +206,12 @@ def lesson_create(
 
     1. Validate text, operation and every evidence id (422 naming each bad id).
     2. Refuse to re-learn a lesson a person retired from the same evidence ids.
-    3. An equivalent live lesson here (or a global one) is confirmed by the new
-       evidence ids instead of duplicated.
-    4. Otherwise insert: active at 0.5 with evidence, claimed at 0.3 without.
+    3. An equivalent live lesson here (or a global one) is answered instead of a
+       duplicate; the new ids are kept on it as cited, and move nothing (posting the
+       same words again with each new outcome is not evidence).
+    4. Otherwise insert it claimed at 0.3 with its evidence ids as ``cited`` links,
+       whatever token posts it: only a harness outcome with the lesson in play
+       activates it (``lesson_confirm_by_outcome`` with ``in_play``).
     """
     now = now or timezone.now()
     text = lesson_text_clean(text, max_chars=settings.CAIRN_LESSON_TEXT_MAX_CHARS)
@@ -239,12 +251,8 @@ def lesson_create(
         project_digest=project_digest,
     )
     if existing is not None:
-        return _confirm_each(lesson=existing, outcomes=outcomes, now=now), False
-    birth = (
-        settings.CAIRN_LESSON_BIRTH_CONFIDENCE
-        if outcomes
-        else settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
-    )
+        return _cite_each(lesson=existing, outcomes=outcomes), False
+    birth = settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
     try:
         with transaction.atomic():
             lesson = Lesson.objects.create(
@@ -258,7 +266,7 @@ def lesson_create(
                 project_digest=project_digest,
                 confidence=birth,
                 birth_confidence=birth,
-                state=LessonState.ACTIVE if outcomes else LessonState.CLAIMED,
+                state=LessonState.CLAIMED,
                 source=source,
                 channel=channel,
             )
@@ -272,28 +280,49 @@ def lesson_create(
         )
         if existing is None:  # pragma: no cover - another constraint failed
             raise
-        return _confirm_each(lesson=existing, outcomes=outcomes, now=now), False
+        return _cite_each(lesson=existing, outcomes=outcomes), False
     for outcome in outcomes:
-        lesson_evidence_attach(lesson=lesson, outcome=outcome)
+        lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_CITED)
     audit_record(
         workspace=workspace,
         actor=agent_actor_label(agent),
         action="lesson.create",
         target_type="lesson",
         target_id=lesson.pk,
-        details={"state": lesson.state, "evidence": [o.pk for o in outcomes]},
+        details={"state": lesson.state, "cited": [o.pk for o in outcomes]},
     )
-    promoted = lesson_promote_if_confirmed(lesson=lesson, now=now)
-    return (promoted or lesson), True
+    return lesson, True
 
 
-def _confirm_each(*, lesson: Lesson, outcomes: list[Outcome], now) -> Lesson:
+def _cite_each(*, lesson: Lesson, outcomes: list[Outcome]) -> Lesson:
+    """Keep ``outcomes`` as cited on the live lesson: shown, weighed by nothing now."""
     for outcome in outcomes:
-        # A confirmation may promote it: later ids go to the row that holds it now.
-        lesson = lesson_confirm_by_outcome(lesson=lesson, outcome=outcome, now=now) or (
-            lesson_head(lesson=lesson)
-        )
-    return lesson
+        lesson_evidence_attach(lesson=lesson, outcome=outcome, relation=_CITED)
+    return lesson_head(lesson=lesson)
+
+
+def cited_evidence_count(*, lesson: Lesson, now) -> None:
+    """The evidence an agent cited for ``lesson`` counts, once: the first harness
+    outcome that had the lesson in play has just confirmed it (and activated it). It is
+    lifted by the gap between a verified lesson's birth confidence and a claimed one's
+    (0.5 - 0.3), as if it had been born of verified evidence: one ledger row of kind
+    ``cited``, never again for this row, however many outcomes it cited."""
+    if not LessonEvidence.objects.filter(lesson=lesson, relation=_CITED).exists():
+        return
+    if ConfidenceChange.objects.filter(
+        target_type=TargetType.LESSON, target_id=lesson.pk, kind=CITED_KIND
+    ).exists():
+        return
+    lift = settings.CAIRN_LESSON_BIRTH_CONFIDENCE - settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
+    confidence_apply(
+        target=lesson,
+        new=min(settings.CAIRN_LESSON_CONFIDENCE_MAX, lesson.confidence + lift),
+        cause=ConfidenceCause.EVIDENCE,
+        kind=CITED_KIND,
+        evidence_id=f"cited:lesson:{lesson.pk}",
+        channel=Channel.HARNESS,
+        at=now,
+    )
 
 
 # --- attribution from outcomes ----------------------------------------------------------
@@ -308,6 +337,7 @@ def lesson_confirm_by_outcome(
     locked: bool = False,
     twins: bool | None = None,
     attached: bool = False,
+    in_play: bool = False,
 ) -> Lesson | None:
     """A passed outcome supports ``lesson``: +test_passed once per outcome, then promotion.
 
@@ -317,7 +347,9 @@ def lesson_confirm_by_outcome(
     (self_report) and is never attached as evidence. ``locked`` and ``twins``
     are what the caller already knows (see ``evidence_apply`` and
     ``lesson_promote_if_confirmed``); ``attached``: the caller has just written
-    this (lesson, outcome) link itself, new (see ``outcome_record``).
+    this (lesson, outcome) link itself, new (see ``outcome_record``); ``in_play``:
+    the harness sent this lesson in the outcome's ``in_play`` (only then does
+    evidence the lesson's author cited count, see ``cited_evidence_count``).
     """
     if outcome.channel != Channel.HARNESS:
         _self_report(target=lesson, outcome=outcome, now=now, locked=locked)
@@ -326,14 +358,17 @@ def lesson_confirm_by_outcome(
         lesson=lesson, outcome=outcome, relation=RELATION_SUPPORTS
     ):
         return None
-    lesson = evidence_apply(
+    applied = evidence_apply(
         target=lesson,
         kind=EvidenceKind.TEST_PASSED,
         evidence_id=f"outcome:{outcome.pk}",
         channel=outcome.channel,
         now=now,
         locked=locked,
-    ).target
+    )
+    lesson = applied.target
+    if in_play and applied.activated:
+        cited_evidence_count(lesson=lesson, now=now)
     return lesson_promote_if_confirmed(lesson=lesson, now=now, twins=twins) or lesson
 
 

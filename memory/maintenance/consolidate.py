@@ -20,6 +20,14 @@ transaction:
    (dedup, credential refusal), each with ``metadata.sessions`` and
    ``metadata.turn_ids``: the shape erasure by session follows.
 5. Mark the turns consolidated.
+
+Words keep their speaker: what is derived from turns posted with an agent token (a
+"user" turn there is the model's report of what the user said) is stored on the
+agent channel, never the system's. The summary of a chunk with any such turn is an
+agent-channel note; a statement extracted from such a turn is an agent-channel item
+of source ``agent`` (not ``extract``, which says the user said it), so it weighs and
+is reconciled like anything the model wrote itself (it never supersedes or lowers a
+confirmed item).
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from memory.maintenance.runs import run_checkpoint, run_resume_cursor, run_total
 from memory.models import (
     CONTENT_MAX_CHARS,
     Category,
+    Channel,
     ConversationTurn,
     JobRun,
     Knowledge,
@@ -54,6 +63,8 @@ from memory.models import (
 )
 
 ACTOR = Actor.system("consolidate")
+# The same job writing what it derived from agent-channel turns: the agent's word.
+AGENT_WORD_ACTOR = Actor(kind="system", label="system:consolidate", channel=Channel.AGENT)
 COUNT_KEYS = ("sessions", "turns", "summaries", "extracted", "deduplicated", "left_for_model")
 LESSON_KEYS = ("lessons_merged", "lesson_conflicts_queued")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -72,6 +83,7 @@ class Sentence:
     text: str
     turn_id: int
     role: str
+    channel: str = Channel.HARNESS
 
 
 def sessions_due(*, workspace: Workspace, now: datetime | None = None) -> list[str]:
@@ -100,7 +112,7 @@ def _sentences(turns: list[ConversationTurn]) -> list[Sentence]:
         for part in _SENTENCE.split(turn.content):
             part = " ".join(part.split())
             if len(part.split()) >= 4:
-                out.append(Sentence(part[:500], turn.pk, turn.role))
+                out.append(Sentence(part[:500], turn.pk, turn.role, turn.channel))
     return out
 
 
@@ -165,6 +177,7 @@ def session_consolidate(*, workspace: Workspace, session_id: str, counts: dict) 
     sentences = _safe(_sentences(turns), workspace=workspace, session_id=session_id)
     turn_ids = [t.pk for t in turns]
     meta = {"sessions": [session_id], "turn_ids": turn_ids}
+    agent_words = any(t.channel == Channel.AGENT for t in turns)
     contexts = [t.context for t in turns]
     context = max(set(contexts), key=contexts.count)
     body = ""
@@ -192,7 +205,7 @@ def session_consolidate(*, workspace: Workspace, session_id: str, counts: dict) 
         if body:
             result = knowledge_remember(
                 workspace=workspace,
-                actor=ACTOR,
+                actor=AGENT_WORD_ACTOR if agent_words else ACTOR,
                 content=_summary_text(session_id, turns, body),
                 category=Category.NOTE,
                 context=context,
@@ -203,13 +216,14 @@ def session_consolidate(*, workspace: Workspace, session_id: str, counts: dict) 
             counts["deduplicated"] += int(not result.created)
         for sentence in durable[:5]:
             category = Category.PREFERENCE if "prefer" in sentence.text.lower() else Category.FACT
+            said_by_agent = sentence.channel == Channel.AGENT
             result = knowledge_remember(
                 workspace=workspace,
-                actor=ACTOR,
+                actor=AGENT_WORD_ACTOR if said_by_agent else ACTOR,
                 content=sentence.text,
                 category=category,
                 context=context,
-                source=Source.EXTRACT,
+                source=Source.AGENT if said_by_agent else Source.EXTRACT,
                 metadata={"sessions": [session_id], "turn_ids": [sentence.turn_id]},
             )
             counts["extracted"] += int(result.created)

@@ -14,6 +14,11 @@ model's judgement never raise confidence:
   confidence is lowered through the ledger with cause ``reconcile``.
 - either verdict touching a person's, a sealed or a pinned item: a
   contradiction review item, never an automatic change.
+- the model's unconfirmed word (an agent-channel item no harness report or person
+  ever confirmed) never supersedes or lowers a confirmed item (written through the
+  harness or by a person, or confirmed by their evidence): a newer unconfirmed
+  item contradicting it goes to the contradictions queue, and of two duplicates
+  the confirmed one is kept whatever the confidences.
 - neutral: recorded, nothing else.
 
 Every decision is audited on both items (pair, judge, verdict, action), so it
@@ -27,6 +32,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -37,7 +43,9 @@ from memory.lessons.evidence import confidence_apply
 from memory.maintenance.judge import HeuristicJudge, Judge, JudgeUnavailable, judge_from_settings
 from memory.maintenance.runs import run_checkpoint, run_resume_cursor, run_total
 from memory.models import (
+    Channel,
     ConfidenceCause,
+    ConfidenceChange,
     Evidence,
     JobRun,
     Knowledge,
@@ -128,6 +136,54 @@ def candidate_batch(
 
 def _protected(item: Knowledge) -> bool:
     return item.source == Source.USER or item.sealed or item.pinned
+
+
+_WEIGHING = (Channel.HARNESS, Channel.PERSON)
+
+
+def _confirmed(item: Knowledge) -> bool:
+    """Written through a channel that weighs, or raised by its evidence at least once."""
+    if item.channel in _WEIGHING:
+        return True
+    return ConfidenceChange.objects.filter(
+        target_type="knowledge",
+        target_id=item.pk,
+        channel__in=_WEIGHING,
+        after__gt=F("before"),
+    ).exists()
+
+
+def _unconfirmed_agent_word(item: Knowledge) -> bool:
+    return item.channel == Channel.AGENT and not _confirmed(item)
+
+
+def _review(*, workspace, a, b, candidate, judgement, verdict, run, why: str) -> str:
+    item, _ = review_item_open(
+        workspace=workspace,
+        a_type=ReviewTargetType.KNOWLEDGE,
+        a_id=a.pk,
+        b_type=ReviewTargetType.KNOWLEDGE,
+        b_id=b.pk,
+        kind=ReviewItemKind.CONTRADICTION,
+        reason=f"Reconcile judged these a {verdict} ({judgement.note}); {why}",
+        actor=ACTOR,
+        details={
+            "similarity": candidate.similarity,
+            "judge": judgement.judge,
+            "verdict": verdict,
+        },
+    )
+    _record(
+        workspace=workspace,
+        candidate=candidate,
+        judge=judgement.judge,
+        verdict=verdict,
+        action=PairAction.REVIEW,
+        kept=None,
+        run=run,
+        review_item=item.pk,
+    )
+    return PairAction.REVIEW
 
 
 def _live(item: Knowledge) -> bool:
@@ -237,42 +293,39 @@ def pair_settle(
         if verdict == PairVerdict.NEUTRAL:
             _record(**common, verdict=verdict, action=PairAction.NONE, kept=None, run=run)
             return PairAction.NONE
+        review = {
+            "workspace": workspace,
+            "a": a,
+            "b": b,
+            "candidate": candidate,
+            "judgement": judgement,
+            "verdict": verdict,
+            "run": run,
+        }
         if _protected(a) or _protected(b):
-            item, _ = review_item_open(
-                workspace=workspace,
-                a_type=ReviewTargetType.KNOWLEDGE,
-                a_id=a.pk,
-                b_type=ReviewTargetType.KNOWLEDGE,
-                b_id=b.pk,
-                kind=ReviewItemKind.CONTRADICTION,
-                reason=(
-                    f"Reconcile judged these a {verdict} ({judgement.note}); a side is "
-                    "written by a person, sealed or pinned, so a person decides."
-                ),
-                actor=ACTOR,
-                details={
-                    "similarity": candidate.similarity,
-                    "judge": judgement.judge,
-                    "verdict": verdict,
-                },
+            return _review(
+                **review,
+                why="a side is written by a person, sealed or pinned, so a person decides.",
             )
-            _record(
-                **common,
-                verdict=verdict,
-                action=PairAction.REVIEW,
-                kept=None,
-                run=run,
-                review_item=item.pk,
-            )
-            return PairAction.REVIEW
+        # Whose word stands: the model's unconfirmed word never displaces a confirmed one.
+        claim = {k.pk: _unconfirmed_agent_word(k) for k in (a, b)}
+        confirmed = {k.pk: _confirmed(k) for k in (a, b)}
         if verdict == PairVerdict.DUPLICATE:
             keep, drop = sorted(
-                (a, b), key=lambda k: (k.confidence, k.created_at, k.pk), reverse=True
+                (a, b),
+                key=lambda k: (confirmed[k.pk], k.confidence, k.created_at, k.pk),
+                reverse=True,
             )
             _merge_into(keep=keep, drop=drop, now=now)
             _record(**common, verdict=verdict, action=PairAction.MERGED, kept=keep.pk, run=run)
             return PairAction.MERGED
         newer, older = sorted((a, b), key=lambda k: (k.created_at, k.pk), reverse=True)
+        if claim[newer.pk] and confirmed[older.pk]:
+            return _review(
+                **review,
+                why="the newer side is the agent's unconfirmed word and the older one was "
+                "confirmed (by the harness or a person), so a person decides.",
+            )
         Knowledge.objects.filter(pk=older.pk).update(superseded_by=newer, updated_at=now)
         confidence_apply(
             target=older,

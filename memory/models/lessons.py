@@ -92,9 +92,11 @@ class Outcome(models.Model):
             models.Index(fields=["workspace", "session_id", "turn_index"]),
         ]
         constraints = [
-            # Idempotency: the same outcome posted again is the same row.
+            # Idempotency: the same outcome posted again is the same row. Per channel, so
+            # an agent token posting first under the id its harness will use cannot make
+            # the harness's report a replay of the model's.
             models.UniqueConstraint(
-                fields=["agent", "outcome_id"], name="outcome_unique_per_agent"
+                fields=["agent", "channel", "outcome_id"], name="outcome_unique_per_channel"
             ),
             models.CheckConstraint(condition=~Q(project_digest=""), name="outcome_has_project"),
         ]
@@ -257,6 +259,9 @@ class LessonEvidence(models.Model):
     class Relation(models.TextChoices):
         SUPPORTS = "supports"
         CONTRADICTS = "contradicts"
+        # Cited by an agent when it posted the lesson: kept and shown, weighed only once
+        # the lesson has been in play for a harness outcome that confirmed it.
+        CITED = "cited"
 
     lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="evidence")
     outcome = models.ForeignKey(Outcome, on_delete=models.CASCADE, related_name="lesson_evidence")
@@ -268,7 +273,7 @@ class LessonEvidence(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["lesson", "outcome"], name="lesson_evidence_unique"),
             models.CheckConstraint(
-                condition=Q(relation__in=["supports", "contradicts"]),
+                condition=Q(relation__in=["supports", "contradicts", "cited"]),
                 name="lesson_evidence_relation_valid",
             ),
         ]
@@ -309,8 +314,9 @@ class Evidence(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["workspace", "target_type", "target_id"])]
         constraints = [
+            # Per channel: an agent's post under an id cannot stand in for the harness's.
             models.UniqueConstraint(
-                fields=["workspace", "evidence_id"], name="evidence_unique_per_workspace"
+                fields=["workspace", "channel", "evidence_id"], name="evidence_unique_per_channel"
             ),
             models.CheckConstraint(
                 condition=Q(kind__in=EvidenceKind.values), name="evidence_kind_valid"

@@ -101,6 +101,9 @@ class IdempotencyRecord(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey("memory.Agent", on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=200)
+    # The token scope that used the key: keys are per scope, so an agent token cannot
+    # take the key its harness will send and have the harness's write replay its own.
+    scope = models.CharField(max_length=16, default="agent")
     method = models.CharField(max_length=8)
     path = models.CharField(max_length=500)
     request_digest = models.CharField(max_length=64)
@@ -111,7 +114,9 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["agent", "key"], name="idempotency_unique_key"),
+            models.UniqueConstraint(
+                fields=["agent", "scope", "key"], name="idempotency_unique_scope_key"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -7,7 +7,8 @@ locked), never from a turn result the classifier flagged as adversarial.
 
 A lesson is keyed by its signature (tool, subject, kind, env fingerprint) and
 lives until it expires (auth 7 days, not_installed 30 days), a clean probe or a
-successful call on its subject supersedes it, or a reviewer removes it. Ended
+successful call on its subject reported by the harness supersedes it, or a
+reviewer removes it. Ended
 lessons are kept with the reason.
 """
 
@@ -22,6 +23,7 @@ from django.db.models import QuerySet
 from memory.core.actors import Actor, actor_require_role
 from memory.core.audit import audit_record
 from memory.models import (
+    Channel,
     LessonEndReason,
     SituationLesson,
     SituationLessonState,
@@ -146,11 +148,16 @@ def _end(lesson: SituationLesson, *, reason: str, now: datetime) -> None:
 
 
 def lessons_invalidate(
-    *, turn: TurnRecovery, subject: str, reason: str, now: datetime
+    *, turn: TurnRecovery, subject: str, reason: str, now: datetime, reporter: Actor
 ) -> list[SituationLesson]:
     """A clean probe or a successful call on ``subject``: its live lessons on this
-    machine are superseded (kept, with the reason)."""
-    if not turn.machine_digest:
+    machine are superseded (kept, with the reason).
+
+    Only when the harness (or a person) reported it: lessons are stored from the
+    harness's reports alone, and a success posted with an agent token is the model's
+    own word, which must not end what the harness saw (it still closes the turn's
+    own blocker, which is the model's business)."""
+    if not turn.machine_digest or reporter.channel not in (Channel.HARNESS, Channel.PERSON):
         return []
     ended = list(
         SituationLesson.objects.select_for_update().filter(

@@ -236,7 +236,9 @@ def turn_result_record(*, actor: Actor, turn_id: str, result: TurnResult, now: d
                 )  # fmt: skip
                 del blockers[key]
         reason = LessonEndReason.PROBE_CLEAR if result.probe else LessonEndReason.SUCCESS
-        ended = lessons_invalidate(turn=turn, subject=subject, reason=reason, now=now)
+        ended = lessons_invalidate(
+            turn=turn, subject=subject, reason=reason, now=now, reporter=actor
+        )
         if ended:
             _commit_durably()
         for lesson in ended:

@@ -79,6 +79,7 @@ def effective_skill_resolve(
     session_id: str = "",
     learned: bool = True,
     goal: str = "",
+    record: bool = True,
 ) -> dict:
     """The effective skill for ``agent``: base ⊕ its active deltas.
 
@@ -87,6 +88,9 @@ def effective_skill_resolve(
        (Django cache, i.e. Redis) and returned unchanged afterwards, so a delta
        approved mid-session applies from the next session.
     3. Deltas rendered by a fresh resolution have their use recorded.
+
+    ``record=False`` (an incognito read): neither the deltas' use nor the session's
+    resolution is recorded (a cached one is still answered).
     """
 
     check_json_strings("session_id", [session_id, goal])
@@ -101,6 +105,8 @@ def effective_skill_resolve(
         if hit is not None:
             return {**hit, "cached": True}
     built = effective_skill_build(agent=agent, skill=skill, learned=True, goal=goal)
+    if not record:
+        return {**built, "cached": False}
     delta_usage_record(delta_ids=[entry["id"] for entry in built["applied"]])
     if key:
         _cache_call(cache.set, key, built, timeout=settings.CAIRN_SKILL_SESSION_CACHE_S)

@@ -56,10 +56,17 @@ def test_it_stores_a_lesson_without_evidence_as_claimed_and_never_serves_it(harn
     assert check.json()["lessons"] == []
 
 
-def test_it_stores_a_lesson_with_passed_evidence_as_active(harness):
+def test_it_stores_a_lesson_with_passed_evidence_as_claimed_citing_it(harness):
     evidence = outcome(harness, passed_payload())
     body = create(harness, evidence=[evidence]).json()
-    assert (body["state"], body["confidence"], body["evidence"]) == ("active", 0.5, [evidence])
+    assert (body["state"], body["confidence"], body["evidence"], body["cited"]) == (
+        "claimed",
+        0.3,
+        [],
+        [evidence],
+    )
+    assert context(harness)["lessons"] == []
+    outcome(harness, passed_payload(in_play=[{"type": "lesson", "id": body["id"]}]))
     assert [item["id"] for item in context(harness)["lessons"]] == [body["id"]]
 
 
@@ -123,7 +130,9 @@ def test_it_gives_new_evidence_to_an_equivalent_lesson_instead_of_duplicating(ha
     )
     assert again.status_code == 200
     assert again.json()["deduplicated_into"] == first["id"]
-    assert again.json()["confidence"] == pytest.approx(0.65)
+    # Kept as cited; saying it again with another outcome is not evidence.
+    assert again.json()["confidence"] == pytest.approx(0.3)
+    assert len(again.json()["cited"]) == 2
     assert Lesson.objects.count() == 1
 
 
@@ -154,10 +163,11 @@ def test_it_reads_a_lesson_and_hides_other_workspaces(harness, make_api):
     assert theirs.json()["error"]["code"] == missing.json()["error"]["code"] == "not_found"
 
 
-def test_it_edits_into_a_new_row_that_inherits_evidence_and_confidence(harness):
+def test_it_edits_into_a_new_claimed_row_that_earns_its_own_evidence(harness):
     evidence = outcome(harness, passed_payload())
     old = create(harness, evidence=[evidence]).json()
     outcome(harness, passed_payload(in_play=[{"type": "lesson", "id": old["id"]}]))
+    assert harness.get(f"{URL}{old['id']}/").json()["confidence"] == pytest.approx(0.65)
     response = harness.patch(
         f"{URL}{old['id']}/", {"text": "Run pytest at the root."}, format="json"
     )
@@ -165,8 +175,13 @@ def test_it_edits_into_a_new_row_that_inherits_evidence_and_confidence(harness):
     new = response.json()
     assert new["id"] != old["id"] and new["previous_id"] == old["id"]
     assert new["text"] == "Run pytest at the root."
-    assert new["confidence"] == pytest.approx(0.65)
-    assert len(new["evidence"]) == 2 and evidence in new["evidence"]
+    # The old words' evidence and confidence stay with the old words.
+    assert (new["state"], new["confidence"], new["evidence"], new["cited"]) == (
+        "claimed",
+        0.3,
+        [],
+        [],
+    )
     old_now = harness.get(f"{URL}{old['id']}/").json()
     assert (old_now["superseded_by"], old_now["supersede_reason"]) == (new["id"], "edited")
     # Editing the old row again is refused with the id of the current one.
@@ -210,9 +225,11 @@ def test_it_shows_the_supersede_chain_with_evidence_per_version(harness):
         history = harness.get(f"{URL}{lesson_id}/history/").json()
         assert history["id"] == v3["id"]
         assert [v["lesson"]["id"] for v in history["versions"]] == [v1["id"], v2["id"], v3["id"]]
-        for version in history["versions"]:
-            assert [o["id"] for o in version["outcomes"]] == [first_evidence]
-            assert version["outcomes"][0]["passed"] is True
+        first, *edits = history["versions"]
+        assert [(o["id"], o["relation"]) for o in first["outcomes"]] == [(first_evidence, "cited")]
+        assert first["outcomes"][0]["passed"] is True
+        # Edits from a token are new words: they start with no evidence of their own.
+        assert all(version["outcomes"] == [] for version in edits)
 
 
 def test_it_isolates_every_lesson_endpoint_by_workspace(harness, make_api):
@@ -238,8 +255,8 @@ def test_it_isolates_every_lesson_endpoint_by_workspace(harness, make_api):
         format="json",
     )
     assert evidence.status_code == 404
-    assert Lesson.objects.get(pk=lesson["id"]).state == LessonState.ACTIVE
-    assert Lesson.objects.get(pk=lesson["id"]).confidence == 0.5
+    assert Lesson.objects.get(pk=lesson["id"]).state == LessonState.CLAIMED
+    assert Lesson.objects.get(pk=lesson["id"]).confidence == 0.3
 
 
 # --- list -----------------------------------------------------------------------------------------------------

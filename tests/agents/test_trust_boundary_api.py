@@ -98,12 +98,21 @@ def test_every_bad_id_is_named_with_its_reason(api, harness, make_api):
     assert "unknown" in reasons[2]
 
 
-def test_a_harness_outcome_that_ran_the_operation_earns_the_lesson(api, harness):
+def test_cited_evidence_is_kept_and_counts_once_the_lesson_was_in_play(api, harness):
     ran = _outcome(harness, passed_payload())
     created = _claim(api, evidence=[ran["id"]])
     assert created.status_code == 201, created.json()
     lesson = Lesson.objects.get(pk=created.json()["id"])
+    # Kept (shown on the lesson), weighed by nothing until the lesson is in play.
+    assert (lesson.state, lesson.confidence) == (LessonState.CLAIMED, 0.3)
+    assert list(LessonEvidence.objects.filter(lesson=lesson).values_list("relation", flat=True))
+    assert lesson.pk not in _served(api)
+    confirmed = _outcome(harness, passed_payload(in_play=[{"type": "lesson", "id": lesson.pk}]))
+    assert {"type": "lesson", "id": lesson.pk} in confirmed["confirmed"]
+    lesson.refresh_from_db()
+    # +0.15 for the outcome it was in play for, and the cited evidence counts once (+0.2).
     assert lesson.state == LessonState.ACTIVE
+    assert lesson.confidence == pytest.approx(0.65)
     assert lesson.pk in _served(api)
 
 

@@ -33,7 +33,11 @@ SCRIPT = [
 ]
 
 
-def session(workspace, session_id: str, *, days: float = 20, turns=SCRIPT) -> list:
+def session(
+    workspace, session_id: str, *, days: float = 20, turns=SCRIPT, channel: str = "harness"
+) -> list:
+    """A session's turns, recorded by the harness unless ``channel`` says otherwise (what
+    is derived from an agent token's turns stays the agent's word)."""
     at = timezone.now() - timedelta(days=days)
     return [
         TurnFactory(
@@ -43,6 +47,7 @@ def session(workspace, session_id: str, *, days: float = 20, turns=SCRIPT) -> li
             content=text,
             turn_index=i,
             created_at=at + timedelta(minutes=i),
+            channel=channel,
         )
         for i, (role, text) in enumerate(turns)
     ]
