@@ -277,7 +277,10 @@ def _tool_step(state: dict, payload: dict, *, failed: bool) -> dict:
     command = ""
     if tool == "Bash":
         command = str(tool_input.get("command") or "")
-        operation, target = bash_operation(command)
+        segments = _segments(command)
+        # ``cd sub && pytest -q`` is a pytest run: an && chain is named by its last command.
+        last = shlex.join(segments[-1]) if segments and len(segments) > 1 else command
+        operation, target = bash_operation(last)
         operation = f"bash:{operation}"
     else:
         operation = tool.lower() if not tool.startswith("mcp__") else tool
