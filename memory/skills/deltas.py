@@ -209,10 +209,13 @@ def _embed(texts: list[str]) -> tuple[list[list[float]] | None, str]:
 PENDING = (DeltaStatus.STAGED, DeltaStatus.QUARANTINED)
 
 
-def _pending_twin(*, agent: Agent, skill, kind: str, section: str, payload: dict, scope: str):
-    """The same agent's pending delta with this very kind, section, payload and scope
-    (locked), or None. A model that proposes the same change twice (a retry, a second
-    session) is one proposal for the reviewer, counted, not two cards."""
+def _pending_twin(
+    *, agent: Agent, skill, kind: str, section: str, payload: dict, scope: str, provenance
+):
+    """The same agent's pending delta with this very kind, section, payload, scope and
+    provenance (locked), or None. A model that proposes the same change twice (a
+    retry, a second session) is one proposal for the reviewer, counted, not two cards;
+    the same words citing other records are a new proposal (their trust may differ)."""
     return (
         SkillDelta.objects.select_for_update()
         .filter(
@@ -222,6 +225,7 @@ def _pending_twin(*, agent: Agent, skill, kind: str, section: str, payload: dict
             anchor_section=section,
             scope=scope,
             payload=payload,
+            provenance=provenance,
             status__in=PENDING,
         )
         .order_by("id")
@@ -351,15 +355,21 @@ def delta_create(
         raise bad_request("scope", f"At most {SCOPE_MAX_CHARS} characters.")
     rationale = rationale_clean(rationale)
     refuse_secrets({"payload": cleaned, "scope": scope})
-    repeated = _pending_twin(
-        agent=agent, skill=skill, kind=kind, section=section, payload=cleaned, scope=scope
-    )
-    if repeated is not None:
-        return _count_repeat(repeated, actor=actor)
 
     source, trust, stored_provenance, unbacked = provenance_classify(
         provenance, workspace=workspace
     )
+    repeated = _pending_twin(
+        agent=agent,
+        skill=skill,
+        kind=kind,
+        section=section,
+        payload=cleaned,
+        scope=scope,
+        provenance=stored_provenance,
+    )
+    if repeated is not None:
+        return _count_repeat(repeated, actor=actor)
     tier = 1 if kind == DeltaKind.TOOL_HINT else 3
     findings = []
     if tier == 3:
