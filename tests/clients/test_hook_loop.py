@@ -307,3 +307,34 @@ def test_a_background_task_notification_is_not_the_users_words(harness_env, repo
         "Run the slow suite."
     ]
     assert Outcome.objects.count() == 1
+
+
+def test_deliberate_failures_are_logged_but_never_known_errors(harness_env, repo):
+    from memory.models import Category, Knowledge
+
+    run_turn(
+        harness_env,
+        "cc-errors",
+        repo,
+        "Write the failing test first, then fix it.",
+        [
+            bash(
+                "cc-errors", repo, "pytest -q tests/test_cart.py", tool_id="a", error="Exit code 1"
+            ),
+            bash("cc-errors", repo, "grep -rn TODO src", tool_id="b", error="Exit code 1"),
+            bash(
+                "cc-errors",
+                repo,
+                "pip install -r requirements.txt",
+                tool_id="c",
+                error="Exit code 1\nerror: externally-managed-environment",
+            ),
+        ],
+    )
+    assert [(c.operation_key, c.ok) for c in ToolCall.objects.order_by("at", "id")] == [
+        ("bash:pytest", False),
+        ("bash:grep", False),
+        ("bash:pip:install", False),
+    ]
+    errors = Knowledge.objects.filter(category=Category.ERROR)
+    assert list(errors.values_list("operation_key", flat=True)) == ["bash:pip:install"]

@@ -132,6 +132,9 @@ NOT_THE_USER = re.compile(
     r"A background (agent|task|command) (completed|finished))",
     re.IGNORECASE,
 )
+# Programs whose exit status 1 answers a question ("no match", "not there", "they
+# differ") rather than reports a problem: such a failure is never a known error.
+ASKING_PROGRAMS = {"grep", "egrep", "fgrep", "rg", "ag", "test", "[", "diff", "cmp", "which"}
 EXIT_CODE = re.compile(r"(?im)^\s*(?:Exit code|exit status)[: ]+(-?\d+)\b")
 OUTPUT_MAX = 4000  # of a tool's output, posted for the situations classifier
 
@@ -323,6 +326,9 @@ def _tool_step(state: dict, payload: dict, *, failed: bool) -> dict:
             "tool": tool[:100],
             "operation_key": operation,
             "ok": ok,
+            **(
+                {} if ok or _known_error(operation, kind, code, payload) else {"known_error": False}
+            ),
             **({"error": error[:2000]} if error else {}),
             **({"duration_ms": int((time.time() - started) * 1000)} if started else {}),
         }
@@ -347,6 +353,17 @@ def _tool_step(state: dict, payload: dict, *, failed: bool) -> dict:
         result["stderr"] = error[:OUTPUT_MAX]
     result["step"] = step
     return result
+
+
+def _known_error(operation: str, kind: str | None, code: int | None, payload: dict) -> bool:
+    """Whether a failed call should become a known error of its operation. Not a check
+    that failed (its verdict is the evidence; a red test run says nothing about how to
+    run the tests), not a question answered "no" (``grep`` found nothing), not a call
+    the person interrupted."""
+    if kind or payload.get("is_interrupt"):
+        return False
+    program = operation.removeprefix("bash:").split(":", 1)[0]
+    return not (program in ASKING_PROGRAMS and code == 1)
 
 
 def run_declared_checks(state: dict, checks: list[str], *, cwd: str | None, timeout: float):
