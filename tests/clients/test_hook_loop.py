@@ -198,8 +198,12 @@ def test_a_blocked_tool_escalates_with_the_servers_text_and_is_then_denied(harne
     }
     pre, _ = bash(session, repo, "git status", tool_id="git")
     assert hook(pre, harness_env) is None  # other tools run on
-    # The person answers: the next turn starts without the block.
+    # The person answers: the blockers of that turn close, the next turn is not blocked.
+    from memory.models import TurnRecovery
+
+    assert TurnRecovery.objects.get(turn_id=state["outcome_id"]).blockers
     hook(event("UserPromptSubmit", session, repo, prompt="I logged in, go on."), harness_env)
+    assert TurnRecovery.objects.get(turn_id=state["outcome_id"]).blockers == {}
     pre, _ = bash(session, repo, "gh pr list", tool_id="gh-after")
     assert hook(pre, harness_env) is None
 

@@ -480,8 +480,11 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
         if NOT_THE_USER.match(prompt):
             return None  # Claude Code's own message: the turn goes on, nothing is stored
         with turn_state(session) as state:
+            # The person answers after an escalation: the blockers of that turn close.
+            answered = state["outcome_id"] if state.get("escalated") else ""
             if state["open"]:  # a turn without a Stop (interrupted): close it first
                 turn_outcome(state, project=project_fields(cwd=cwd), machine=machine_fingerprint())
+            state["escalated"] = False
             turn_start(state, goal=prompt)
             if prompt.strip() and not incognito:
                 outbox_put(
@@ -494,6 +497,13 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
                     },
                 )
         if not incognito:
+            if answered:
+                net.call(
+                    "closing the blockers the person answered",
+                    lambda c: c.post_result(
+                        answered, tool="", ok=True, user_answered=True, session_id=session
+                    ),
+                )
             net.drain()
         return None
     if event == "PreToolUse":
@@ -528,6 +538,7 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
             subject = (answer.get("escalation") or {}).get("subject") or result["subject"]
             state.setdefault("escalations", {})[subject] = text
             state["escalations"][result["subject"]] = text
+            state["escalated"] = True
         return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     if event == "Stop":
         with turn_state(session) as state:
