@@ -18,7 +18,7 @@ Claude Code runs hooks itself, so what they report is what really happened:
   the turn's outcome and its tool calls.
 
 A hook never blocks Claude Code on Cairn: its network time is capped at
-``CAIRN_HOOK_BUDGET_S`` (1.5 s), a failure trips the session's circuit breaker (the
+``CAIRN_HOOK_BUDGET_S`` (1 s), a failure trips the session's circuit breaker (the
 next hooks skip the network), failures are one line on stderr and exit 0, and what
 could not be sent stays in the shared outbox for any later hook of any session.
 

@@ -243,8 +243,8 @@ def incognito_default() -> bool:
 
 # -- the client a harness process uses
 
-HOOK_BUDGET_S = 1.5  # a hook's whole network time, well inside Claude Code's patience
-CONNECT_TIMEOUT_S = 0.5
+HOOK_BUDGET_S = 1.0  # a hook's whole network time: with Python's start, well under 2 s
+CONNECT_TIMEOUT_S = 0.3
 
 
 def harness_client(**kwargs) -> Cairn:
