@@ -144,3 +144,13 @@ def test_propose_delta_takes_an_object_and_a_rationale_and_counts_a_repeat(harne
     assert f"delta #{stored.pk} staged (proposed 2 times" in again.content[0].text
     stored.refresh_from_db()
     assert stored.proposals == 2 and SkillDelta.objects.count() == 1
+
+
+def test_an_incognito_session_stores_nothing(harness_env):
+    async def work(session):
+        return await session.call_tool("remember", {"content": "CI runs on Debian 12 images."})
+
+    stored = _session({**harness_env, "CAIRN_INCOGNITO": "1"}, work)
+    assert not stored.isError
+    assert stored.content[0].text == "incognito session: nothing was stored"
+    assert not Knowledge.objects.exists()

@@ -17,6 +17,7 @@ confidence.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any
@@ -71,7 +72,7 @@ def _call(fn, *args, **kwargs):
             if scope != "agent":
                 raise ToolError(f"cairn-mcp is {_scope_refusal(scope)}")
             _scope_checked = True
-        return fn(*args, **kwargs)
+        answer = fn(*args, **kwargs)
     except CairnError as exc:
         if exc.code == "unreachable":
             raise ToolError(
@@ -79,9 +80,29 @@ def _call(fn, *args, **kwargs):
                 "Go on without it."
             ) from None
         raise ToolError(f"Cairn refused: {exc.message} ({exc.code})") from None
+    if isinstance(answer, dict) and answer.get("recorded") is False:
+        raise Incognito
+    return answer
 
 
-@server.tool()
+class Incognito(Exception):
+    """Cairn recorded nothing: the session is incognito."""
+
+
+def tool(fn):
+    """A model-facing tool; an incognito write answers that nothing was stored."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Incognito:
+            return _result("incognito session: nothing was stored")
+
+    return server.tool()(wrapper)
+
+
+@tool
 def remember(
     content: str, category: str = "fact", context: str = "global", entity: str = ""
 ) -> CallToolResult:
@@ -100,7 +121,7 @@ def remember(
     return _result(text, body)
 
 
-@server.tool()
+@tool
 def recall(
     query: str, context: str = "", category: str = "", top_k: int = 0, sources: str = ""
 ) -> CallToolResult:
@@ -124,14 +145,14 @@ def recall(
     return _result("\n".join(lines) or "nothing found", body)
 
 
-@server.tool()
+@tool
 def forget(item_id: int) -> CallToolResult:
     """Archive one memory item you stored (it stays in history, out of recall)."""
     body = _call(client().forget, item_id)
     return _result(f"#{item_id} archived", body or {"id": item_id, "status": "archived"})
 
 
-@server.tool()
+@tool
 def context(machine: str = "") -> CallToolResult:
     """The plan-time context for this project: lessons learned from verified outcomes,
     known errors and blockers, and standing memory. Call it once when a task starts."""
@@ -139,7 +160,7 @@ def context(machine: str = "") -> CallToolResult:
     return _result(body.get("text") or "no context yet", body)
 
 
-@server.tool()
+@tool
 def lessons_check(operation_key: str) -> CallToolResult:
     """Before a risky operation (e.g. `pip:install`, `pytest:.`): the lessons, known
     errors and blockers for it in this project."""
@@ -149,7 +170,7 @@ def lessons_check(operation_key: str) -> CallToolResult:
     return _result("\n".join(lines) or f"nothing known about {operation_key}", body)
 
 
-@server.tool()
+@tool
 def propose_lesson(text: str, operation_key: str) -> CallToolResult:
     """Propose a lesson (one imperative sentence about one operation). It is stored as a
     claim and is not served until the harness reports an outcome that confirms it."""
@@ -157,7 +178,7 @@ def propose_lesson(text: str, operation_key: str) -> CallToolResult:
     return _result(f"lesson #{body['id']} stored ({body.get('state')})", body)
 
 
-@server.tool()
+@tool
 def propose_delta(
     skill: str,
     kind: str,
@@ -189,7 +210,7 @@ def propose_delta(
     return _result(text, body)
 
 
-@server.tool()
+@tool
 def cite_turns(words: str) -> CallToolResult:
     """The ids (`session#index`) of the user's own turns that say `words` (a few of the
     user's words), newest sessions first: what `propose_delta` cites as the person's
@@ -204,14 +225,14 @@ def cite_turns(words: str) -> CallToolResult:
     return _result("\n".join(lines) or "no user turn says that")
 
 
-@server.tool()
+@tool
 def effective_skill(name: str, session_id: str = "", goal: str = "") -> CallToolResult:
     """A skill as it applies now: its text with the learned adjustments a person approved."""
     body = _call(client().effective_skill, name, session_id=session_id or None, goal=goal or None)
     return _result(body.get("text", ""), body)
 
 
-@server.tool()
+@tool
 def search_conversations(q: str, group: str = "", neighbours: int = 0) -> CallToolResult:
     """Search past conversation turns by meaning and words; returns the best turns with
     their session. `group="session"` ranks sessions (their best turns listed);
