@@ -572,7 +572,11 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] != ["claude-code"]:
         print("usage: cairn-hook claude-code < hook-payload.json", file=sys.stderr)
         return 2
-    options = parser.parse_args(args)
+    # Never argparse's exit status 2 for a typo in the settings: Claude Code reads a
+    # hook's exit 2 as "block this tool call".
+    options, unknown = parser.parse_known_args(args)
+    if unknown:
+        warn(f"ignored unknown arguments: {' '.join(unknown)}")
     declared = options.check + [
         line.strip()
         for line in (os.environ.get("CAIRN_HOOK_CHECKS") or "").splitlines()
@@ -581,8 +585,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         payload = json.loads(sys.stdin.read() or "{}")
         output = handle(payload, checks=declared, check_timeout=options.check_timeout)
-    except (CairnError, OSError, ValueError) as exc:
-        warn(f"hook skipped: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a hook must never fail Claude Code
+        warn(f"hook skipped: {exc.__class__.__name__}: {exc}")
         return 0
     if output is not None:
         print(json.dumps(output))
