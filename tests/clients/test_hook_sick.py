@@ -98,3 +98,15 @@ def test_after_a_failure_the_sessions_next_hooks_skip_the_network(harness_env, r
     # The first hook waited its budget; with the breaker open the rest did not wait.
     assert took[0] > 1.0
     assert max(took[1:]) < 1.0, took
+
+
+def test_a_tool_call_of_another_session_sends_what_was_kept(harness_env, repo, refusing_url):
+    env = {**harness_env, "CAIRN_URL": refusing_url}
+    a_session(env, "cc-kept", repo)
+    assert not Outcome.objects.exists()
+    pre, post = bash("cc-busy", repo, "ls", tool_id="x")
+    hook(pre, harness_env)
+    assert not Outcome.objects.exists()  # PreToolUse stays off the network
+    hook(post, harness_env)
+    assert Outcome.objects.get().session_id == "cc-kept"
+    assert ConversationTurn.objects.get().session_id == "cc-kept"

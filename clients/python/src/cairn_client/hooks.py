@@ -20,7 +20,8 @@ Claude Code runs hooks itself, so what they report is what really happened:
 A hook never blocks Claude Code on Cairn: its network time is capped at
 ``CAIRN_HOOK_BUDGET_S`` (1 s), a failure trips the session's circuit breaker (the
 next hooks skip the network), failures are one line on stderr and exit 0, and what
-could not be sent stays in the shared outbox for any later hook of any session.
+could not be sent stays in the shared outbox, sent by any later hook (but
+``PreToolUse``, which stays off the network) of any session.
 
 ``CAIRN_INCOGNITO=1``: the session reads context without being counted and sends
 nothing (no prompt, step, result or outcome).
@@ -56,6 +57,7 @@ from cairn_client.state import (
     incognito_default,
     outbox_drain,
     outbox_put,
+    outbox_size,
     served_add,
     step_add,
     turn_outcome,
@@ -531,6 +533,8 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
         result.pop("step")
         result["machine"] = machine_fingerprint()
         answer = net.call("posting the tool result", lambda c: c.post_result(turn_id, **result))
+        if answer is not None and outbox_size():
+            net.drain()  # Cairn answers again: what any session kept goes now
         text = _escalation_text(answer)
         if not text:
             return None
