@@ -317,8 +317,9 @@ class _Base(_Operations):
     def _incognito(self, method: str, params, json):
         if not self.incognito:
             return params, json
-        if method == "GET" or (method == "POST" and isinstance(json, dict) and "query" in json):
-            params = {**(params or {}), "incognito": "true"}
+        # Reads say it in the query string, writes (and /recall/, a read sent as a POST)
+        # in the body too.
+        params = {**(params or {}), "incognito": "true"}
         if method in WRITE_METHODS and isinstance(json, dict):
             json = {**json, "incognito": True}
         return params, json
