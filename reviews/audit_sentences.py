@@ -314,6 +314,7 @@ def _member_set(event, actor, target, lookups):
 
 SENTENCES: dict[str, Sentence] = {
     "delta.create": _delta_create,
+    "delta.repeat": _verb("proposed again"),
     "delta.approve": _verb("approved"),
     "delta.auto_approve": _verb("auto-approved"),
     "delta.confirm_quarantined": _verb("confirmed the quarantined"),

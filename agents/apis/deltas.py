@@ -44,6 +44,10 @@ class DeltaSerializer(serializers.Serializer):
     success_count = serializers.IntegerField()
     attempt_count = serializers.IntegerField()
     use_count = serializers.IntegerField()
+    proposals = serializers.IntegerField(
+        help_text="times the agent proposed this delta while it was pending (identical "
+        "proposals are counted here, not staged again)"
+    )
     members = serializers.ListField(child=serializers.IntegerField())
     created_at = serializers.DateTimeField()
     approved_at = serializers.DateTimeField(allow_null=True)
@@ -72,6 +76,7 @@ def _delta_body(delta) -> dict:
         "success_count": delta.success_count,
         "attempt_count": delta.attempt_count,
         "use_count": delta.use_count,
+        "proposals": delta.proposals,
         "members": sorted(m.pk for m in delta.members.all()),
         "created_at": delta.created_at,
         "approved_at": delta.approved_at,
@@ -162,13 +167,17 @@ class SkillDeltasApi(APIView):
             "findings. Nothing applies until a reviewer approves it (a quarantined delta needs "
             "an explicit per-delta confirmation); approval applies from the next session. "
             "`fact` is routed to a tier-0 learned fact: 201 `{routed_to: fact, fact}` and no "
-            "delta is written. " + DELTA_REFUSALS
+            "delta is written. An identical proposal (same kind, section, payload and scope) "
+            "from the same agent while one is pending is counted on it (`proposals`) and "
+            "answered 200 with that delta instead of staged again. " + DELTA_REFUSALS
         ),
         request=DeltaCreateInputSerializer,
         responses={
             201: DeltaCreateOutputSerializer,
             200: OpenApiResponse(
-                DeltaCreateOutputSerializer, description="A routed fact that was unchanged."
+                DeltaCreateOutputSerializer,
+                description="A routed fact that was unchanged, or an identical pending "
+                "proposal counted on the delta already staged.",
             ),
             **errors(400, 401, 404, 422, area=SKILL_ERRORS, refusals=DELTA_REFUSALS),
         },
@@ -228,4 +237,5 @@ class SkillDeltasApi(APIView):
             code = status.HTTP_201_CREATED if result.fact_created else status.HTTP_200_OK
             return Response(self.DeltaCreateOutputSerializer(body).data, status=code)
         body = {**_delta_body(result.delta), "routed_to": "delta", "warnings": result.warnings}
-        return Response(self.DeltaCreateOutputSerializer(body).data, status=status.HTTP_201_CREATED)
+        code = status.HTTP_200_OK if result.merged else status.HTTP_201_CREATED
+        return Response(self.DeltaCreateOutputSerializer(body).data, status=code)

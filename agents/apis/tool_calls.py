@@ -38,6 +38,12 @@ class ToolCallIn(StrictSerializer):
     )
     duration_ms = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
     at = serializers.DateTimeField(required=False, help_text="When it ran (default now).")
+    known_error = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="false: a failure that says nothing about how to run the operation (a "
+        "failing test run, a search that found nothing); logged, never made a known error",
+    )
     incognito = serializers.BooleanField(required=False, default=False)
 
 
@@ -59,7 +65,8 @@ class ToolCallsApi(APIView):
         summary="Log tool calls (batch, all or none)",
         description=(
             "A failed call stores (or refreshes) one active `error` knowledge item per "
-            "`operation_key` (source error_auto); a later successful call on the same operation "
+            "`operation_key` (source error_auto) unless it says `known_error: false`; a later "
+            "successful call on the same operation "
             "archives it. Calls marked incognito are not recorded; when nothing was recorded "
             "the answer is 202 with `recorded: false`."
         ),

@@ -312,6 +312,10 @@ def _check_call(index: int, raw: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(ok, bool):
             raise bad_request("ok", "must be true or false")
         call["ok"] = ok
+        known = raw.get("known_error", True)
+        if not isinstance(known, bool):
+            raise bad_request("known_error", "must be true or false")
+        call["known_error"] = known
         duration = raw.get("duration_ms")
         if duration is not None and (
             not isinstance(duration, int)
@@ -333,6 +337,11 @@ def _check_call(index: int, raw: dict[str, Any]) -> dict[str, Any]:
     return call
 
 
+def _row(call: dict[str, Any]) -> dict[str, Any]:
+    """A checked call's model fields (``known_error`` steers the error item only)."""
+    return {key: value for key, value in call.items() if key != "known_error"}
+
+
 def tool_calls_log(
     *,
     workspace: Workspace,
@@ -346,8 +355,9 @@ def tool_calls_log(
     2. Validate every call (400 / 422 naming ``calls[i].field``) before writing any.
     3. Embed the error items' texts in one batch, outside the transaction.
     4. In one transaction: insert the calls, then walk them in time order: a failure
-       stores or refreshes the operation's one active ``error`` item; a success
-       archives it (memory/knowledge/error_items.py holds both rules).
+       stores or refreshes the operation's one active ``error`` item (unless the
+       harness says it is no known error: a failing test run, a search that found
+       nothing); a success archives it (memory/knowledge/error_items.py holds both rules).
     """
     if len(calls) > settings.CAIRN_TOOL_CALL_BATCH_MAX:
         raise bad_request("calls", f"at most {settings.CAIRN_TOOL_CALL_BATCH_MAX} calls per batch")
@@ -364,7 +374,7 @@ def tool_calls_log(
         {
             error_item_content(tool=c["tool"], operation_key=c["operation_key"], error=c["error"])
             for c in checked
-            if not c["ok"]
+            if not c["ok"] and c["known_error"]
         }
     )
     embeddings: dict[str, list[float]] = {}
@@ -375,7 +385,10 @@ def tool_calls_log(
             logger.exception("embedding error items failed; storing them without vectors")
     with transaction.atomic():
         ToolCall.objects.bulk_create(
-            [ToolCall(workspace=workspace, agent=agent, channel=channel, **c) for c in checked]
+            [
+                ToolCall(workspace=workspace, agent=agent, channel=channel, **_row(c))
+                for c in checked
+            ]
         )
         result.recorded = len(checked)
         for call in sorted(checked, key=lambda c: c["at"]):
@@ -385,7 +398,7 @@ def tool_calls_log(
                 )
                 if resolved is not None:
                     result.resolved_items.append(resolved)
-            else:
+            elif call["known_error"]:
                 result.error_items.extend(
                     knowledge_record_failures(
                         failures=[

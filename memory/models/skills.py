@@ -176,6 +176,9 @@ class SkillDelta(models.Model):
     attempt_count = models.PositiveIntegerField(default=0)
     use_count = models.PositiveIntegerField(default=0)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # How many times the agent proposed this very delta while it waited for review: an
+    # identical pending proposal is counted here instead of staged again.
+    proposals = models.PositiveIntegerField(default=1)
     # Umbrella proposals link to the near-identical deltas they would replace.
     members = models.ManyToManyField(
         "self", symmetrical=False, blank=True, related_name="umbrellas"

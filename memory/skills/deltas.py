@@ -68,6 +68,7 @@ class DeltaWrite:
     fact: LearnedFact | None = None
     fact_created: bool = False
     warnings: list[str] = field(default_factory=list)
+    merged: bool = False  # counted on an identical pending delta, nothing new staged
 
     @property
     def routed_to(self) -> str:
@@ -205,6 +206,53 @@ def _embed(texts: list[str]) -> tuple[list[list[float]] | None, str]:
 
 # --------------------------------------------------------------------------- write path
 
+PENDING = (DeltaStatus.STAGED, DeltaStatus.QUARANTINED)
+
+
+def _pending_twin(
+    *, agent: Agent, skill, kind: str, section: str, payload: dict, scope: str, provenance
+):
+    """The same agent's pending delta with this very kind, section, payload, scope and
+    provenance (locked), or None. A model that proposes the same change twice (a
+    retry, a second session) is one proposal for the reviewer, counted, not two cards;
+    the same words citing other records are a new proposal (their trust may differ)."""
+    return (
+        SkillDelta.objects.select_for_update()
+        .filter(
+            agent=agent,
+            skill=skill,
+            kind=kind,
+            anchor_section=section,
+            scope=scope,
+            payload=payload,
+            provenance=provenance,
+            status__in=PENDING,
+        )
+        .order_by("id")
+        .first()
+    )
+
+
+def _count_repeat(delta: SkillDelta, *, actor: str) -> DeltaWrite:
+    delta.proposals += 1
+    delta.save(update_fields=["proposals"])
+    audit_record(
+        workspace=delta.workspace,
+        actor=actor,
+        action="delta.repeat",
+        target_type="skill_delta",
+        target_id=delta.pk,
+        details={"proposals": delta.proposals},
+    )
+    return DeltaWrite(
+        delta=delta,
+        merged=True,
+        warnings=[
+            f"An identical proposal is already pending as delta #{delta.pk}; counted there "
+            f"({delta.proposals} proposals), not staged again."
+        ],
+    )
+
 
 @transaction.atomic
 def delta_create(
@@ -311,6 +359,17 @@ def delta_create(
     source, trust, stored_provenance, unbacked = provenance_classify(
         provenance, workspace=workspace
     )
+    repeated = _pending_twin(
+        agent=agent,
+        skill=skill,
+        kind=kind,
+        section=section,
+        payload=cleaned,
+        scope=scope,
+        provenance=stored_provenance,
+    )
+    if repeated is not None:
+        return _count_repeat(repeated, actor=actor)
     tier = 1 if kind == DeltaKind.TOOL_HINT else 3
     findings = []
     if tier == 3:

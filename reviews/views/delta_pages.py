@@ -40,6 +40,7 @@ DECISIONS = ("approved", "rejected")
 # What each audited action means in a delta's history.
 HISTORY_LABELS = {
     "delta.create": "proposed",
+    "delta.repeat": "proposed again (counted, not staged twice)",
     "delta.approve": "approved",
     "delta.auto_approve": "approved automatically",
     "delta.confirm_quarantined": "confirmed (untrusted, checked by a person)",

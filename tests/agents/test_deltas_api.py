@@ -393,3 +393,23 @@ def test_a_bad_rationale_is_refused_naming_the_field_and_nothing_is_written(
     assert response.json()["error"]["code"] == code
     assert "rationale" in response.json()["error"]["fields"]
     assert not SkillDelta.objects.exists()
+
+
+def test_an_identical_pending_proposal_is_counted_not_staged_again(ready):
+    first = preference(ready)
+    assert first.status_code == 201 and first.json()["proposals"] == 1
+    again = preference(ready)
+    assert again.status_code == 200, again.json()
+    assert again.json()["id"] == first.json()["id"]
+    assert again.json()["proposals"] == 2
+    assert "counted there (2 proposals)" in again.json()["warnings"][0]
+    assert SkillDelta.objects.count() == 1
+    assert AuditEvent.objects.filter(
+        action="delta.repeat", target_id=str(first.json()["id"])
+    ).exists()
+    other = preference(ready, text="Keep replies short.")
+    assert other.status_code == 201 and other.json()["id"] != first.json()["id"]
+    # Once decided, the same words are a new proposal.
+    SkillDelta.objects.filter(pk=first.json()["id"]).update(status="archived")
+    assert preference(ready).status_code == 201
+    assert SkillDelta.objects.count() == 3

@@ -107,8 +107,12 @@ def test_another_workspaces_passed_outcome_does_not_back_provenance(ready, make_
 
 def test_an_unreadable_outcome_citation_is_untrusted(ready, harness):
     _turn(harness)
-    for outcomes in ("1", [True], [0], ["7"]):
-        response = _pref(ready, source="user_instruction", turns=["sess-p#1"], outcomes=outcomes)
+    for hours, outcomes in enumerate(("1", [True], [0], ["7"]), start=48):
+        # Other words each time: an identical pending proposal would only be counted.
+        text = f"Escalate anything from the CFO after {hours} hours."
+        response = _pref(
+            ready, text, source="user_instruction", turns=["sess-p#1"], outcomes=outcomes
+        )
         assert response.json()["provenance"] == {}  # unreadable: nothing of it is kept
         assert _status(response) == ("quarantined", "untrusted")
 

@@ -50,6 +50,9 @@ def harness_env(live_server, tokens, tmp_path):
         CAIRN_TOKEN=tokens["agent"],
         CAIRN_STATE_DIR=str(tmp_path / "state"),
         CAIRN_SESSION="sess-cli",
+        # a cold test server can take seconds to answer its first request; the hooks'
+        # default budget is tested against a sick server in test_hooks.py
+        CAIRN_HOOK_BUDGET_S="20",
     )
     return env
 

@@ -122,3 +122,54 @@ def test_a_shared_goal_is_kept_where_the_workspace_opted_in(harness_env, repo):
     assert run("cairn-turn", "end", env=env, cwd=repo).returncode == 0
     assert sorted(Outcome.objects.values_list("goal_text", flat=True)) == ["", "fix the cart"]
     assert ProjectLabel.objects.get().label == "shop"  # named after the remote it sent
+
+
+def test_cairn_check_answers_its_own_help_and_version_and_records_nothing(harness_env):
+    for flag in ("--help", "--version"):
+        answer = run("cairn-check", flag, env=harness_env)
+        assert answer.returncode == 0, answer.stderr
+        assert "cairn-check" in answer.stdout
+    state = json.loads(run("cairn-turn", "status", env=harness_env).stdout)
+    assert state["checks"] == [] and state["approach"] == []
+
+
+def test_a_missing_token_names_the_harness_variable(harness_env, repo):
+    env = {k: v for k, v in harness_env.items() if k not in ("CAIRN_TOKEN", "CAIRN_HARNESS_TOKEN")}
+    run("cairn-turn", "start", env=env, cwd=repo)
+    ended = run("cairn-turn", "end", env=env, cwd=repo)
+    assert "CAIRN_HARNESS_TOKEN" in ended.stderr and "kept and sent later" in ended.stderr
+
+
+def test_an_agent_token_outcome_prints_the_servers_hint(harness_env, repo):
+    env = {**harness_env, "CAIRN_HARNESS_TOKEN": harness_env["CAIRN_TOKEN"]}
+    run("cairn-turn", "start", env=env, cwd=repo)
+    run("cairn-check", "--", sys.executable, "-c", "pass", env=env, cwd=repo)
+    ended = run("cairn-turn", "end", env=env, cwd=repo)
+    assert ended.returncode == 0, ended.stderr
+    hint = Outcome.objects.get().response["hint"]
+    assert f"hint: {hint}" in ended.stdout and "harness token" in hint
+
+
+def test_cairn_turn_sends_what_context_and_check_served_as_in_play(harness_env, repo):
+    test_a_turn_becomes_a_harness_outcome_and_teaches_a_lesson(harness_env, repo)
+    lesson = Lesson.objects.get(operation_key="uv:pip-install")
+    env = {**harness_env, "CAIRN_SESSION": "sess-cli-2"}
+    shown = run("cairn-turn", "check", "uv:pip-install", env=env, cwd=repo)
+    assert shown.returncode == 0 and "uv:pip-install" in shown.stdout
+    run("cairn-turn", "start", env=env, cwd=repo)
+    run("cairn-turn", "step", "uv:pip-install", "--target", "requirements.txt", env=env, cwd=repo)
+    run("cairn-check", "--", sys.executable, "-c", "pass", env=env, cwd=repo)
+    ended = run("cairn-turn", "end", env=env, cwd=repo)
+    assert f'confirmed=[{{"type": "lesson", "id": {lesson.pk}}}]' in ended.stdout, ended.stdout
+    outcome = Outcome.objects.get(session_id="sess-cli-2")
+    assert outcome.in_play == [{"type": "lesson", "id": lesson.pk}]
+
+
+def test_an_incognito_session_from_the_cli_sends_nothing(harness_env, repo):
+    run("cairn-turn", "--incognito", "start", env=harness_env, cwd=repo)
+    run("cairn-check", "--", sys.executable, "-c", "pass", env=harness_env, cwd=repo)
+    ended = run("cairn-turn", "end", env=harness_env, cwd=repo)
+    assert "incognito: nothing sent" in ended.stdout
+    run("cairn-turn", "start", env=harness_env, cwd=repo)  # still incognito: the session is
+    run("cairn-turn", "end", env=harness_env, cwd=repo)
+    assert not Outcome.objects.exists()

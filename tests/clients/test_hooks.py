@@ -46,7 +46,7 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
     )
     assert [(s["operation_key"], s["outcome"]) for s in outcome.approach] == [
         ("bash:pip:install", "failed"),
-        ("bash:uv:pip", "ok"),
+        ("bash:uv:pip-install", "ok"),
         ("edit", "ok"),
         ("bash:pytest", "ok"),
     ]
@@ -59,11 +59,11 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
     calls = ToolCall.objects.order_by("at", "id")
     assert [(c.operation_key, c.ok) for c in calls] == [
         ("bash:pip:install", False),
-        ("bash:uv:pip", True),
+        ("bash:uv:pip-install", True),
         ("edit", True),
         ("bash:pytest", True),
     ]
-    lesson = Lesson.objects.get(operation_key="bash:uv:pip")
+    lesson = Lesson.objects.get(operation_key="bash:uv:pip-install")
     assert lesson.state == LessonState.ACTIVE
 
     nxt = payload(PAYLOADS[0], repo) | {"session_id": "cc-session-2"}
@@ -71,7 +71,7 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
     context = json.loads(started.stdout)["hookSpecificOutput"]
     assert context["hookEventName"] == "SessionStart"
     assert (
-        "Prefer bash:uv:pip over bash:pip:install for requirements.txt."
+        "Prefer bash:uv:pip-install over bash:pip:install for requirements.txt."
         in context["additionalContext"]
     )
 
@@ -97,5 +97,6 @@ def test_an_unreachable_server_never_blocks_claude_code(harness_env, repo):
     assert all(a.returncode == 0 for a in answers)
     assert any("cairn:" in a.stderr for a in answers)
     assert not Outcome.objects.exists()
-    hook(payload(PAYLOADS[10], repo), harness_env)  # the next Stop sends what was kept
+    # The session's breaker is open now; a hook of another session sends what was kept.
+    hook(payload(PAYLOADS[10], repo) | {"session_id": "cc-other"}, harness_env)
     assert Outcome.objects.get().passed is True

@@ -275,20 +275,58 @@ class _Base(_Operations):
         backoff: float = 0.25,
         project_remote: str | None = None,
         project_path: str | None = None,
+        connect_timeout: float | None = None,
+        deadline: float | None = None,
+        incognito: bool = False,
+        token_variable: str = "CAIRN_TOKEN",
     ):
         self.url = (url or os.environ.get("CAIRN_URL") or "http://localhost:8000").rstrip("/")
         self.token = token or os.environ.get("CAIRN_TOKEN") or ""
         if not self.token:
             raise CairnError(
-                "No token: pass token= or set CAIRN_TOKEN.", code="no_token", status=None
+                f"No token: pass token= or set {token_variable}.", code="no_token", status=None
             )
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        # A time.monotonic() instant after which no request is started and none waits:
+        # a hook must answer Claude Code quickly whatever the server does.
+        self.deadline = deadline
         self.retries = retries
         self.backoff = backoff
         self.project_remote = project_remote
         self.project_path = project_path
+        # Incognito: every write says so (the server records nothing and answers 202)
+        # and every read asks not to be counted as use.
+        self.incognito = incognito
 
-    def _prepare(self, operation_id: str, path: dict | None) -> tuple[str, str, dict]:
+    def _timeout(self) -> httpx.Timeout:
+        """The timeout of the next request: the client's, cut to what the deadline leaves."""
+        total = self.timeout
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0.05:
+                raise CairnError(
+                    f"Cannot reach {self.url}: no time left for this call",
+                    code="unreachable",
+                    status=None,
+                )
+            total = min(total, left)
+        connect = min(self.connect_timeout or total, total)
+        return httpx.Timeout(total, connect=connect)
+
+    def _incognito(self, method: str, params, json):
+        if not self.incognito:
+            return params, json
+        # Reads say it in the query string, writes (and /recall/, a read sent as a POST)
+        # in the body too.
+        params = {**(params or {}), "incognito": "true"}
+        if method in WRITE_METHODS and isinstance(json, dict):
+            json = {**json, "incognito": True}
+        return params, json
+
+    def _prepare(
+        self, operation_id: str, path: dict | None, idempotency_key: str | None = None
+    ) -> tuple[str, str, dict]:
         method, template = OPERATIONS[operation_id]
         url = self.url + template.format(
             **{k: quote(str(v), safe="") for k, v in (path or {}).items()}
@@ -296,7 +334,7 @@ class _Base(_Operations):
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if method in WRITE_METHODS:
             # One key per logical write, kept across its retries: the server replays it.
-            headers["Idempotency-Key"] = uuid.uuid4().hex
+            headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
         return method, url, headers
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:
@@ -331,13 +369,18 @@ class Cairn(_Base):
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, operation_id: str, *, path=None, params=None, json=None):
-        method, url, headers = self._prepare(operation_id, path)
+    def request(
+        self, operation_id: str, *, path=None, params=None, json=None, idempotency_key=None
+    ):
+        """Call one operation by its id. ``idempotency_key``: the key of a write sent
+        again later (a kept turn), so the server replays it instead of doubling it."""
+        method, url, headers = self._prepare(operation_id, path, idempotency_key)
+        params, json = self._incognito(method, params, json)
         for attempt in range(self.retries + 1):
             response = None
             try:
                 response = self._http.request(
-                    method, url, params=params, json=json, headers=headers
+                    method, url, params=params, json=json, headers=headers, timeout=self._timeout()
                 )
             except httpx.TransportError as exc:
                 if attempt == self.retries:
@@ -347,8 +390,20 @@ class Cairn(_Base):
             else:
                 if response.status_code not in RETRY_STATUSES or attempt == self.retries:
                     return self._decode(response)
-            time.sleep(self._delay(attempt, response))
+            delay = self._delay(attempt, response)
+            if self.deadline is not None and time.monotonic() + delay >= self.deadline:
+                if response is not None:
+                    return self._decode(response)
+                raise CairnError(
+                    f"Cannot reach {self.url}: no time left to retry",
+                    code="unreachable",
+                    status=None,
+                )
+            time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _call(self, operation_id: str, *, path=None, params=None, json=None):
+        return self.request(operation_id, path=path, params=params, json=json)
 
 
 class AsyncCairn(_Base):
@@ -369,11 +424,12 @@ class AsyncCairn(_Base):
 
     async def _call(self, operation_id: str, *, path=None, params=None, json=None):
         method, url, headers = self._prepare(operation_id, path)
+        params, json = self._incognito(method, params, json)
         for attempt in range(self.retries + 1):
             response = None
             try:
                 response = await self._http.request(
-                    method, url, params=params, json=json, headers=headers
+                    method, url, params=params, json=json, headers=headers, timeout=self._timeout()
                 )
             except httpx.TransportError as exc:
                 if attempt == self.retries:

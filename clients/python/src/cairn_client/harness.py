@@ -7,6 +7,12 @@ does, with the harness token, so the exit codes Cairn sees are real.
     cairn-turn step uv:pip-install --target requirements.txt
     cairn-check --label tests --kind test -- pytest -q
     cairn-turn end
+
+``cairn-turn context`` and ``cairn-turn check OPERATION`` read what Cairn knows
+(``/context/``, ``/lessons/check/``) and keep what they served for the session: each
+outcome then sends it as ``in_play``, so a lesson followed and passed is confirmed and
+one followed and failed is contradicted. ``--incognito`` (or ``CAIRN_INCOGNITO=1``)
+makes the whole session incognito: nothing is sent, reads are not counted as use.
 """
 
 from __future__ import annotations
@@ -17,10 +23,16 @@ import os
 import subprocess
 import sys
 import time
+from importlib.metadata import PackageNotFoundError, version
 
+from cairn_client.client import CairnError
+from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
     check_add,
     flush,
+    harness_client,
+    incognito_default,
+    served_add,
     session_id,
     step_add,
     turn_outcome,
@@ -44,6 +56,13 @@ def guess_kind(argv: list[str]) -> str:
     return "test"
 
 
+def _version() -> str:
+    try:
+        return version("cairn-client")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown"
+
+
 def check_main(argv: list[str] | None = None) -> int:
     """``cairn-check [--label L] [--kind test|lint|build] [--target PATH] -- CMD ARGS…``:
     run CMD with its output streamed unchanged, exit with its exit code, and append a
@@ -52,9 +71,18 @@ def check_main(argv: list[str] | None = None) -> int:
     if "--" in args:
         split = args.index("--")
         own, command = args[:split], args[split + 1 :]
+    elif args[:1] and args[0].startswith("-"):
+        # Its own options only (``--help``, ``--version``, or a forgotten ``--``):
+        # argparse answers them, never a command named ``--help``.
+        own, command = args, []
     else:
         own, command = [], args
-    parser = argparse.ArgumentParser(prog="cairn-check", description=check_main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="cairn-check",
+        description=check_main.__doc__,
+        usage="cairn-check [--label L] [--kind test|lint|build] [--target PATH] -- CMD ARGS…",
+    )
+    parser.add_argument("--version", action="version", version=f"cairn-check {_version()}")
     parser.add_argument("--label", default="")
     parser.add_argument("--kind", choices=KINDS)
     parser.add_argument("--target", default="")
@@ -90,7 +118,14 @@ def turn_main(argv: list[str] | None = None) -> int:
         description="Keep the current turn's approach and checks; `end` posts the outcome "
         "with the harness token (CAIRN_HARNESS_TOKEN, else CAIRN_TOKEN).",
     )
+    parser.add_argument("--version", action="version", version=f"cairn-turn {_version()}")
     parser.add_argument("--session", default=None, help="default: $CAIRN_SESSION")
+    parser.add_argument(
+        "--incognito",
+        action="store_true",
+        help="make the whole session incognito: nothing is sent to Cairn and reads are not "
+        "counted (default: $CAIRN_INCOGNITO)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     start = sub.add_parser("start", help="open a new turn")
     start.add_argument("--goal", default="")
@@ -116,10 +151,19 @@ def turn_main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the answer misreported its checks (the turn does not pass)",
     )
+    sub.add_parser(
+        "context", help="print the plan-time context and keep what it served for the session"
+    )
+    check = sub.add_parser(
+        "check", help="print what Cairn knows about an operation and keep what it served"
+    )
+    check.add_argument("operation_key", help="e.g. pip:install")
     sub.add_parser("flush", help="send outcomes kept after a failure to reach the server")
     sub.add_parser("status", help="print the current turn")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     with turn_state(session_id(options.session)) as state:
+        if options.incognito or incognito_default():
+            state["incognito"] = True
         if options.command == "start":
             turn_start(
                 state, goal=options.goal, in_play=options.in_play, share_goal=options.share_goal
@@ -134,17 +178,48 @@ def turn_main(argv: list[str] | None = None) -> int:
                 outcome=outcome,
                 mutated=options.mutated,
             )
+        elif options.command in ("context", "check"):
+            return _read(state, options)
         elif options.command == "end":
             if state["open"]:
-                turn_outcome(state, claim_ok=not options.claim_wrong, in_play=options.in_play)
+                turn_outcome(
+                    state,
+                    claim_ok=not options.claim_wrong,
+                    in_play=options.in_play,
+                    project=project_fields(),
+                    machine=machine_fingerprint(),
+                )
+            if state["incognito"]:
+                print("incognito: nothing sent")
             for answer in flush(state):
-                print(_summary(answer))
+                _print_answer(answer)
         elif options.command == "flush":
             for answer in flush(state):
-                print(_summary(answer))
+                _print_answer(answer)
         else:
             print(json.dumps(state, indent=2))
     return 0
+
+
+def _read(state: dict, options) -> int:
+    try:
+        client = harness_client(incognito=bool(state["incognito"]))
+        if options.command == "context":
+            answer = client.context(machine=machine_fingerprint())
+        else:
+            answer = client.lessons_check(options.operation_key, machine=machine_fingerprint())
+    except CairnError as exc:
+        warn(str(exc))
+        return 1
+    served_add(state, answer)
+    print(answer.get("text") or "nothing known yet")
+    return 0
+
+
+def _print_answer(answer: dict) -> None:
+    print(_summary(answer))
+    if answer.get("evidence") != "verified" and answer.get("hint"):
+        print(f"hint: {answer['hint']}")
 
 
 def _summary(answer: dict) -> str:

@@ -5,11 +5,20 @@ remember, recall, read context and lessons, and propose lessons and deltas. It o
 no tool that reports outcomes or a person's confirmation (those belong to the harness)
 and refuses to start with a harness or admin token, so nothing it offers can move a
 confidence.
+
+- Each tool answers in text only: Claude Code shows the model a result's
+  ``structuredContent`` instead of its text when both are present, so the ids and
+  fields the model needs are written into the text.
+- It starts even when Cairn cannot be reached (each tool then answers with an error
+  saying so, and the token's scope is checked on the first answer).
+- ``--incognito`` (or ``CAIRN_INCOGNITO=1``): the whole session is incognito (writes
+  record nothing, reads are not counted as use).
 """
 
 from __future__ import annotations
 
-import json
+import functools
+import os
 import sys
 from typing import Any
 
@@ -29,30 +38,71 @@ INSTRUCTIONS = (
 
 server = FastMCP("cairn", instructions=INSTRUCTIONS)
 _client: Cairn | None = None
+_scope_checked = False
+INCOGNITO = {"on": False}
 
 
 def client() -> Cairn:
     global _client
     if _client is None:
-        _client = Cairn(retries=2)
+        try:
+            _client = Cairn(retries=2, incognito=INCOGNITO["on"])
+        except CairnError as exc:
+            raise ToolError(f"Cairn is not configured: {exc.message}") from None
     return _client
 
 
-def _result(text: str, data: Any) -> CallToolResult:
-    structured = data if isinstance(data, dict) else {"result": data}
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structuredContent=structured
+def _result(text: str, data: Any = None) -> CallToolResult:
+    """Text only: what Claude Code shows the model (see the module's docstring)."""
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _scope_refusal(scope: str | None) -> str:
+    return (
+        f"refusing to work with a {scope}-scoped token. The MCP server is the model's tool: "
+        "give it an agent-scoped token (the harness token must never reach the model)."
     )
 
 
 def _call(fn, *args, **kwargs):
+    global _scope_checked
     try:
-        return fn(*args, **kwargs)
+        if not _scope_checked:
+            scope = client().whoami().get("scope")
+            if scope != "agent":
+                raise ToolError(f"cairn-mcp is {_scope_refusal(scope)}")
+            _scope_checked = True
+        answer = fn(*args, **kwargs)
     except CairnError as exc:
+        if exc.code == "unreachable":
+            raise ToolError(
+                f"Cairn is unreachable ({client().url}); nothing was read or stored. "
+                "Go on without it."
+            ) from None
         raise ToolError(f"Cairn refused: {exc.message} ({exc.code})") from None
+    if isinstance(answer, dict) and answer.get("recorded") is False:
+        raise Incognito
+    return answer
 
 
-@server.tool()
+class Incognito(Exception):
+    """Cairn recorded nothing: the session is incognito."""
+
+
+def tool(fn):
+    """A model-facing tool; an incognito write answers that nothing was stored."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Incognito:
+            return _result("incognito session: nothing was stored")
+
+    return server.tool()(wrapper)
+
+
+@tool
 def remember(
     content: str, category: str = "fact", context: str = "global", entity: str = ""
 ) -> CallToolResult:
@@ -71,7 +121,7 @@ def remember(
     return _result(text, body)
 
 
-@server.tool()
+@tool
 def recall(
     query: str, context: str = "", category: str = "", top_k: int = 0, sources: str = ""
 ) -> CallToolResult:
@@ -95,14 +145,14 @@ def recall(
     return _result("\n".join(lines) or "nothing found", body)
 
 
-@server.tool()
+@tool
 def forget(item_id: int) -> CallToolResult:
     """Archive one memory item you stored (it stays in history, out of recall)."""
     body = _call(client().forget, item_id)
     return _result(f"#{item_id} archived", body or {"id": item_id, "status": "archived"})
 
 
-@server.tool()
+@tool
 def context(machine: str = "") -> CallToolResult:
     """The plan-time context for this project: lessons learned from verified outcomes,
     known errors and blockers, and standing memory. Call it once when a task starts."""
@@ -110,7 +160,7 @@ def context(machine: str = "") -> CallToolResult:
     return _result(body.get("text") or "no context yet", body)
 
 
-@server.tool()
+@tool
 def lessons_check(operation_key: str) -> CallToolResult:
     """Before a risky operation (e.g. `pip:install`, `pytest:.`): the lessons, known
     errors and blockers for it in this project."""
@@ -120,7 +170,7 @@ def lessons_check(operation_key: str) -> CallToolResult:
     return _result("\n".join(lines) or f"nothing known about {operation_key}", body)
 
 
-@server.tool()
+@tool
 def propose_lesson(text: str, operation_key: str) -> CallToolResult:
     """Propose a lesson (one imperative sentence about one operation). It is stored as a
     claim and is not served until the harness reports an outcome that confirms it."""
@@ -128,17 +178,21 @@ def propose_lesson(text: str, operation_key: str) -> CallToolResult:
     return _result(f"lesson #{body['id']} stored ({body.get('state')})", body)
 
 
-@server.tool()
+@tool
 def propose_delta(
-    skill: str, kind: str, section: str, payload_json: str, turns: list[str]
+    skill: str,
+    kind: str,
+    section: str,
+    payload: dict,
+    turns: list[str],
+    rationale: str = "",
 ) -> CallToolResult:
     """Propose a change to a skill (`preference`, `example` or `tool-hint`) anchored to a
-    section, citing the conversation turns (`session#index`) where the user asked for it.
-    A person reviews it before it takes effect. `payload_json` is the delta's payload."""
-    try:
-        payload = json.loads(payload_json)
-    except ValueError:
-        raise ToolError("payload_json must be a JSON object") from None
+    section, citing the conversation turns (`session#index`, found with `cite_turns`)
+    where the user asked for it, and in `rationale` why (one or two sentences). `payload`
+    is an object, e.g. `{"body": "Escalate anything from the CFO after 48 hours."}`. A
+    person reviews it before it takes effect; proposing the same change again only
+    counts it on the pending one."""
     body = _call(
         client().propose_delta,
         skill,
@@ -146,18 +200,39 @@ def propose_delta(
         anchor={"section": section},
         payload=payload,
         provenance={"source": "user_instruction", "turns": turns},
+        **({"rationale": rationale} if rationale else {}),
     )
-    return _result(f"delta #{body['id']} {body.get('status')}", body)
+    text = f"delta #{body['id']} {body.get('status')}"
+    if body.get("proposals", 1) > 1:
+        text += f" (proposed {body['proposals']} times; counted, not staged again)"
+    for warning in body.get("warnings") or []:
+        text += f"\n{warning}"
+    return _result(text, body)
 
 
-@server.tool()
+@tool
+def cite_turns(words: str) -> CallToolResult:
+    """The ids (`session#index`) of the user's own turns that say `words` (a few of the
+    user's words), newest sessions first: what `propose_delta` cites as the person's
+    instruction. Only turns the harness stored count as the user's words."""
+    body = _call(client().search_conversations, words, role="user", limit=5)
+    results = body.get("results", []) if isinstance(body, dict) else body
+    lines = [
+        f"{hit.get('session_id')}#{hit.get('turn_index')}: "
+        f"{(hit.get('snippet') or hit.get('content') or '')[:200]}"
+        for hit in results
+    ]
+    return _result("\n".join(lines) or "no user turn says that")
+
+
+@tool
 def effective_skill(name: str, session_id: str = "", goal: str = "") -> CallToolResult:
     """A skill as it applies now: its text with the learned adjustments a person approved."""
     body = _call(client().effective_skill, name, session_id=session_id or None, goal=goal or None)
     return _result(body.get("text", ""), body)
 
 
-@server.tool()
+@tool
 def search_conversations(q: str, group: str = "", neighbours: int = 0) -> CallToolResult:
     """Search past conversation turns by meaning and words; returns the best turns with
     their session. `group="session"` ranks sessions (their best turns listed);
@@ -174,20 +249,29 @@ def search_conversations(q: str, group: str = "", neighbours: int = 0) -> CallTo
     )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    global _scope_checked
+    args = sys.argv[1:] if argv is None else argv
+    INCOGNITO["on"] = "--incognito" in args or os.environ.get(
+        "CAIRN_INCOGNITO", ""
+    ).strip().lower() in ("1", "true", "yes", "on")
     try:
         scope = client().whoami().get("scope")
-    except CairnError as exc:
+    except ToolError as exc:  # no token
         print(f"cairn-mcp: {exc}", file=sys.stderr)
         return 1
-    if scope != "agent":
-        print(
-            f"cairn-mcp: refusing to start with a {scope}-scoped token. The MCP server is the "
-            "model's tool: give it an agent-scoped token (the harness token must never reach "
-            "the model).",
-            file=sys.stderr,
-        )
-        return 2
+    except CairnError as exc:
+        if exc.code != "unreachable":
+            print(f"cairn-mcp: {exc}", file=sys.stderr)
+            return 1
+        # Cairn is down for now: start anyway; each tool says so, and the token's
+        # scope is checked on Cairn's first answer.
+        print(f"cairn-mcp: {exc}; starting anyway", file=sys.stderr)
+    else:
+        if scope != "agent":
+            print(f"cairn-mcp: {_scope_refusal(scope)}", file=sys.stderr)
+            return 2
+        _scope_checked = True
     server.run("stdio")
     return 0
 
