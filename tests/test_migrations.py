@@ -44,8 +44,7 @@ SQUASHED = ["0001_pgvector_extension", "0002_schema", "0003_vectors_inline"]
 # state, not today's classes, which may already carry columns added after the squash):
 # one row in every memory table it can build, its foreign keys pointing at rows made
 # first, each field given a plain value of its type (the first of its choices).
-FILL = (
-    """
+FILL = """
 import datetime
 import django
 django.setup()
@@ -53,7 +52,7 @@ from django.db import connection, models, transaction
 from django.db.migrations.loader import MigrationLoader
 from pgvector.django import VectorField
 
-apps = MigrationLoader(connection).project_state(("memory", "%s")).apps
+apps = MigrationLoader(connection).project_state(("memory", "LEGACY_HEAD")).apps
 made = {}
 # Values a check constraint needs that a plain default does not give.
 OVERRIDES = {"Lesson": {"project_digest": "d" * 64}}
@@ -109,9 +108,7 @@ def make(model, depth=0):
 for model in apps.get_app_config("memory").get_models():
     make(model)
 print("filled", sum(1 for row in made.values() if row is not None), "of", len(made))
-"""
-    % LEGACY_HEAD
-)
+""".replace("LEGACY_HEAD", LEGACY_HEAD)
 
 SCHEMA_QUERIES = {
     "columns": (
