@@ -25,6 +25,7 @@ import shlex
 import sys
 import time
 
+from cairn_client import install
 from cairn_client.client import CairnError
 from cairn_client.project import project_fields
 from cairn_client.state import (
@@ -225,9 +226,16 @@ def handle(payload: dict) -> dict | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["install"]:
+        return install.main(args[1:])
     if args[:1] != ["claude-code"]:
-        print("usage: cairn-hook claude-code < hook-payload.json", file=sys.stderr)
+        print(
+            "usage: cairn-hook claude-code < hook-payload.json\n"
+            "       cairn-hook install claude-code [--project DIR] [--url URL]",
+            file=sys.stderr,
+        )
         return 2
+    install.load_harness_token()  # the token file, read here: never in the model's env
     try:
         payload = json.loads(sys.stdin.read() or "{}")
         output = handle(payload)
