@@ -56,7 +56,9 @@ def absolute_edit(claude, turns):
 
 
 def session_1(claude):
-    return claude.run("Install the requirements and run the tests", absolute_edit(claude, SESSION_1))
+    return claude.run(
+        "Install the requirements and run the tests", absolute_edit(claude, SESSION_1)
+    )
 
 
 def test_session_1_becomes_a_harness_outcome_with_real_exit_codes_and_a_lesson(claude, tokens):
@@ -240,4 +242,3 @@ def test_the_payloads_the_binary_sends_are_what_cairn_hook_reads(claude, tokens)
         "Claude Code's hook payloads changed shape: check what cairn-hook reads, then "
         "re-record with CAIRN_E2E_RECORD=1 make e2e"
     )
-

@@ -125,8 +125,7 @@ def settings_merge(
     permissions["allow"] = _add_unique(permissions.get("allow") or [], ["mcp__cairn"])
     permissions["deny"] = _add_unique(
         permissions.get("deny") or [],
-        [f"Read(/{path}/**)" for path in private]
-        + ["Edit(./.claude/**)", "Write(./.claude/**)"],
+        [f"Read(/{path}/**)" for path in private] + ["Edit(./.claude/**)", "Write(./.claude/**)"],
     )
 
     sandbox = settings.setdefault("sandbox", {})
