@@ -27,6 +27,8 @@ def text(value: str) -> dict:
 
 
 def tool(name: str, arguments: dict) -> dict:
+    """A tool call. For the Responses API, ``namespace/name`` calls a tool of a
+    namespace (Codex groups each MCP server's tools in one, ``mcp__<server>``)."""
     return {"type": "tool_use", "name": name, "input": arguments}
 
 
@@ -185,7 +187,10 @@ def responses_digest(body: dict) -> dict:
     for item in body.get("input") or []:
         kind = item.get("type")
         if kind == "function_call":
-            names[item.get("call_id")] = item.get("name")
+            name = item.get("name")
+            if item.get("namespace"):
+                name = f"{item['namespace']}/{name}"
+            names[item.get("call_id")] = name
         elif kind == "function_call_output":
             output = item.get("output")
             results.append(
@@ -200,7 +205,15 @@ def responses_digest(body: dict) -> dict:
     return {
         "system": str(body.get("instructions") or ""),
         "messages_text": "\n".join(texts),
-        "tools": [t.get("name") or t.get("type") for t in body.get("tools") or []],
+        "tools": [
+            name
+            for t in body.get("tools") or []
+            for name in (
+                [f"{t['name']}/{inner.get('name')}" for inner in t.get("tools") or []]
+                if t.get("type") == "namespace"
+                else [t.get("name") or t.get("type")]
+            )
+        ],
         "tool_results": results,
         "model": body.get("model"),
         "stream": bool(body.get("stream")),
@@ -212,12 +225,14 @@ def responses_events(turn: list[dict], model: str):
     output = []
     for block in turn:
         if block["type"] == "tool_use":
+            namespace, _, name = block["name"].rpartition("/")
             output.append(
                 {
                     "type": "function_call",
                     "id": f"fc_{uuid.uuid4().hex[:20]}",
                     "call_id": f"call_{uuid.uuid4().hex[:20]}",
-                    "name": block["name"],
+                    **({"namespace": namespace} if namespace else {}),
+                    "name": name,
                     "arguments": json.dumps(block["input"]),
                     "status": "completed",
                 }
