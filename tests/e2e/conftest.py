@@ -83,6 +83,7 @@ class Claude:
     cairn_url: str
     payload_log: Path
     extra_env: dict = field(default_factory=dict)
+    runs: int = 0
 
     def env(self) -> dict:
         path = os.pathsep.join(
@@ -161,6 +162,11 @@ class Claude:
             timeout=timeout,
         )
         wall = time.monotonic() - started
+        # What the model server saw, kept beside the test's files for a failure's reader.
+        self.runs += 1
+        (self.home.parent / f"model-requests-{self.runs}.json").write_text(
+            json.dumps(self.model.requests, indent=1, default=str)
+        )
         try:
             result = json.loads(proc.stdout)
         except ValueError:

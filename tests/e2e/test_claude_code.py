@@ -47,7 +47,8 @@ SESSION_1 = [
 
 
 def absolute_edit(claude, turns):
-    """The Edit tool wants an absolute path."""
+    """The Read and Edit tools want absolute paths (a copy: the script is shared)."""
+    turns = json.loads(json.dumps(turns))
     for turn in turns:
         for block in turn:
             if block.get("name") in ("Read", "Edit"):
@@ -235,7 +236,10 @@ def test_the_payloads_the_binary_sends_are_what_cairn_hook_reads(claude, tokens)
 
     if os.environ.get("CAIRN_E2E_RECORD"):
         FIXTURE.parent.mkdir(exist_ok=True)
-        FIXTURE.write_text("".join(json.dumps(p) + "\n" for p in payloads))
+        slug = re.sub(r"[^A-Za-z0-9]", "-", str(claude.project))
+        lines = "".join(json.dumps(p) + "\n" for p in payloads)
+        lines = lines.replace(str(claude.project), "{cwd}").replace(str(claude.home), "{home}")
+        FIXTURE.write_text(lines.replace(slug, "{project_slug}"))
     fixture = FIXTURE.read_text().splitlines()
     recorded = [json.loads(line) for line in fixture if line]
     assert payload_shapes(payloads) == payload_shapes(recorded), (
