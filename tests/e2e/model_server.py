@@ -55,6 +55,7 @@ class Recorder:
         self.requests: list[dict] = []
         self.escapes: list[str] = []
         self.script: list[list[dict]] = []
+        self.on_request = None  # called with each request's digest, before the answer
 
     def play(self, script: list[list[dict]]) -> None:
         with self.lock:
@@ -341,6 +342,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"type": "not_found", "message": path}})
 
     def _turn(self, digest: dict) -> list[dict]:
+        if self.recorder.on_request is not None:
+            self.recorder.on_request(digest)
         if not digest["tools"]:
             return [text("Cairn e2e")]  # a side call: title, summary
         return pick_turn(self.recorder.script, len(digest["tool_results"]))
@@ -408,6 +411,65 @@ class ModelServer:
     @property
     def escapes(self) -> list[str]:
         return self.recorder.escapes
+
+
+class Switch:
+    """A TCP forwarder in front of Cairn that a test can turn off mid-session: while
+    off, every connection is closed at once (what a stopped server looks like to a
+    client with connection reuse), and Cairn is reachable again when it is back on."""
+
+    def __init__(self, upstream: str):
+        import socket
+
+        host, port = upstream.rsplit("//", 1)[1].rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.on = True
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self):
+        import socket
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if not self.on:
+                conn.close()
+                continue
+            try:
+                upstream = socket.create_connection(self.upstream)
+            except OSError:
+                conn.close()
+                continue
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (src, dst):
+                try:
+                    end.shutdown(2)
+                except OSError:
+                    pass
+
+    def __enter__(self) -> Switch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()
 
 
 class HungServer:
