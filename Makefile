@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test install lint format bench docs stop status clean-var backup restore
+.PHONY: run test install lint format bench docs e2e stop status clean-var backup restore
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,29 @@ test: $(STAMP)
 # no service needs to run.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# The real agent binaries end to end (tests/e2e/): the pinned Claude Code and Codex
+# from npm, installed into var/e2e/ (never globally), against a scripted local model
+# server and the embedded services. Claude Code's Bash sandbox needs bubblewrap and
+# socat (Debian: apt-get install bubblewrap socat). To move to newer binaries, change
+# the pins here, run `CAIRN_E2E_RECORD=1 make e2e` once to re-record the hook payloads
+# (tests/e2e/fixtures/), and read the diff.
+CLAUDE_CODE_VERSION := 2.1.328
+CODEX_VERSION := 0.171.0
+E2E := var/e2e
+E2E_STAMP := $(E2E)/.installed-$(CLAUDE_CODE_VERSION)-$(CODEX_VERSION)
+
+$(E2E_STAMP):
+	@command -v bwrap >/dev/null && command -v socat >/dev/null || { echo "make e2e: Claude Code's sandbox needs bubblewrap and socat (apt-get install bubblewrap socat)"; exit 1; }
+	mkdir -p $(E2E)
+	npm install --prefix $(E2E) --no-audit --no-fund --no-save \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION)
+	$(E2E)/node_modules/.bin/claude --version | grep -q '^$(CLAUDE_CODE_VERSION) '
+	$(E2E)/node_modules/.bin/codex --version | grep -q ' $(CODEX_VERSION)$$'
+	@touch $(E2E_STAMP)
+
+e2e: $(STAMP) $(E2E_STAMP)
+	CAIRN_E2E=1 $(PY) -m cairn.embedded run -- $(PY) -m pytest tests/e2e --durations=0 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

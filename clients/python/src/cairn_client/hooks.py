@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 
+from cairn_client import install
 from cairn_client.client import Cairn, CairnError
 from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
@@ -559,6 +560,8 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["install"]:
+        return install.main(args[1:])
     parser = argparse.ArgumentParser(
         prog="cairn-hook",
         description="Claude Code's hook payload on stdin → Cairn, with the harness token.",
@@ -574,7 +577,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--check-timeout", type=float, default=600.0, help="seconds per check")
     if args[:1] != ["claude-code"]:
-        print("usage: cairn-hook claude-code < hook-payload.json", file=sys.stderr)
+        print(
+            "usage: cairn-hook claude-code < hook-payload.json\n"
+            "       cairn-hook install claude-code [--project DIR] [--url URL]",
+            file=sys.stderr,
+        )
         return 2
     # Never argparse's exit status 2 for a typo in the settings: Claude Code reads a
     # hook's exit 2 as "block this tool call".
@@ -586,6 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in (os.environ.get("CAIRN_HOOK_CHECKS") or "").splitlines()
         if line.strip()
     ]
+    install.load_harness_token()  # the token file, read here: never in the model's env
     try:
         payload = json.loads(sys.stdin.read() or "{}")
         output = handle(payload, checks=declared, check_timeout=options.check_timeout)
