@@ -11,22 +11,12 @@ import pytest
 from docsgen.snippets import shell_snippets
 from memory.identity.services import agent_get_or_create, token_issue, workspace_get_or_create
 
-#: Pages other authors are rewriting at the same time; their snippets get markers
-#: with their rewrite. Each entry must still have an unmarked snippet (so the
-#: exemption goes away as soon as it is no longer needed).
-UNMARKED_PENDING = {"docs/connect.md"}
-
 RUNNABLE = [s for s in shell_snippets() if s.marker == "runnable"]
 
 
 def test_every_shell_snippet_is_marked_runnable_or_illustrative():
     unmarked = [s.where for s in shell_snippets() if s.marker is None]
-    pending = {where.rsplit(":", 1)[0] for where in unmarked}
-    assert UNMARKED_PENDING <= pending, (
-        f"no unmarked snippet left in {UNMARKED_PENDING - pending}: drop it from UNMARKED_PENDING"
-    )
-    offenders = [w for w in unmarked if w.rsplit(":", 1)[0] not in UNMARKED_PENDING]
-    assert not offenders, f"mark these <!-- runnable --> or <!-- illustrative -->: {offenders}"
+    assert not unmarked, f"mark these <!-- runnable --> or <!-- illustrative -->: {unmarked}"
 
 
 def test_some_snippets_run():
