@@ -24,8 +24,10 @@ from django.template import loader
 from cairn.errors import error_body, wants_json
 
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-# JSON strings (with escapes) are skipped when counting brackets.
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# JSON strings (with escapes) are skipped when counting brackets. Possessive, and an
+# unclosed string runs to the end: otherwise every quote inside an unclosed string
+# (a body of '"\\"\\"...') restarts a scan to the end, quadratic in the body.
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]")
 
 

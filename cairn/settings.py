@@ -400,6 +400,10 @@ CAIRN_TOOL_STATS_RECENT_ERRORS = 10
 CAIRN_METADATA_MAX_BYTES = 8192
 # JSON bodies nested deeper than this are refused before parsing (cairn/guard.py).
 CAIRN_JSON_MAX_DEPTH = 64
+# The situation classifier reads at most this head and tail of each tool output
+# (stdout, stderr, output): its cost per request is bounded whatever a tool printed.
+CAIRN_SCAN_HEAD_CHARS = envint("CAIRN_SCAN_HEAD_CHARS", 64_000)
+CAIRN_SCAN_TAIL_CHARS = envint("CAIRN_SCAN_TAIL_CHARS", 16_000)
 
 # Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
 CELERY_BEAT_SCHEDULE["embed-backfill"] = {
