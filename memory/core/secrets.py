@@ -127,6 +127,18 @@ _COLON_ASSIGNMENT = linear.compile(
 )
 
 
+# Every pattern the walker runs over written text, by name: what the adversarial-input
+# test and bench/bench_scan.py run.
+SCAN_PATTERNS: dict[str, linear.Pattern] = {
+    **{f"{kind} {i}": pattern for i, (kind, pattern) in enumerate(_TOKEN_PATTERNS)},
+    "spaced AWS access key id": _SPACED_AWS_KEY_ID,
+    "password in a URL": _URL_CREDENTIALS,
+    "assignment": _ASSIGNMENT,
+    "colon assignment": _COLON_ASSIGNMENT,
+    "credential name in a key": _NAME_IN_KEY,
+}
+
+
 def _mixes_letters_and_digits(value: str) -> bool:
     return any("a" <= c.lower() <= "z" for c in value) and any("0" <= c <= "9" for c in value)
 
@@ -191,6 +203,7 @@ def _assigned_secret(name: str, value: str) -> bool:
 _BASE64_RUN = linear.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
 _URL_ESCAPE = linear.compile(r"%[0-9A-Fa-f]{2}")
 _DECODE_ROUNDS = 3
+SCAN_PATTERNS.update({"base64 run": _BASE64_RUN, "URL escape": _URL_ESCAPE})
 
 
 def _without_format_characters(text: str) -> str:

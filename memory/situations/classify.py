@@ -198,6 +198,12 @@ _TRUNCATED = _words(
 )
 _MOJIBAKE = linear.compile(r"Ã[\x80-\xbf©¨§¼½¶]|â€[™œ\x9d\"”“˜]|Ã¢â‚¬")
 _CONTROL = linear.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Every pattern above, by name: what the adversarial-input test and bench/bench_scan.py run.
+TEXT_PATTERNS: dict[str, linear.Pattern] = {
+    name.strip("_").lower(): value
+    for name, value in tuple(globals().items())
+    if isinstance(value, linear.Pattern)
+}
 _EMPTY_BODIES = {"", "[]", "{}", "null", "none", "no results", "no results found", "0 results"}
 
 

@@ -76,6 +76,12 @@ _INJECTION_RULES: tuple[tuple[str, linear.Pattern], ...] = (
 
 
 _BASE64_BLOB = _rule(r"[A-Za-z0-9+/_-]{40,}={0,2}", ignore_case=False)
+# Every pattern the scanner runs, by rule: what the adversarial-input test and
+# bench/bench_scan.py run.
+SCAN_PATTERNS: dict[str, linear.Pattern] = {
+    **dict(_INJECTION_RULES),
+    "hidden_base64_blob": _BASE64_BLOB,
+}
 
 
 def injection_scan(text: str) -> list[dict]:
