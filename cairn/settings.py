@@ -57,6 +57,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a per-token budget on the endpoints that scan tool output, before any
+    # body is read (agents/budget.py).
+    "agents.budget.RequestBudgetMiddleware",
     "cairn.guard.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -404,6 +407,12 @@ CAIRN_JSON_MAX_DEPTH = 64
 # (stdout, stderr, output): its cost per request is bounded whatever a tool printed.
 CAIRN_SCAN_HEAD_CHARS = envint("CAIRN_SCAN_HEAD_CHARS", 64_000)
 CAIRN_SCAN_TAIL_CHARS = envint("CAIRN_SCAN_TAIL_CHARS", 16_000)
+# Per token, per minute, on POST /situations/classify/ and /turns/{id}/results/
+# (agents/budget.py): requests and body bytes (429 + Retry-After), and the largest
+# body (413) — a tool output's head and tail, not all of it.
+CAIRN_SCAN_RATE_PER_MIN = envint("CAIRN_SCAN_RATE_PER_MIN", 600)
+CAIRN_SCAN_BYTES_PER_MIN = envint("CAIRN_SCAN_BYTES_PER_MIN", 16 * 1024 * 1024)
+CAIRN_SCAN_BODY_MAX_BYTES = envint("CAIRN_SCAN_BODY_MAX_BYTES", 1024 * 1024)
 
 # Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
 CELERY_BEAT_SCHEDULE["embed-backfill"] = {
