@@ -100,7 +100,10 @@ def main(argv: list[str]) -> int:
             {
                 "rule": name,
                 "worst family": family,
-                **{f"ms/MB @ {n // 1000} KB": f"{x * 1000:.2f}" for n, x in zip(SIZES, per_mb)},
+                **{
+                    f"ms/MB @ {n // 1000} KB": f"{x * 1000:.2f}"
+                    for n, x in zip(SIZES, per_mb, strict=True)
+                },
                 "exponent k": f"{growth:.2f}",
                 "linear": "yes" if growth <= LINEAR_EXPONENT_MAX else "NO",
             }
@@ -163,7 +166,7 @@ def _svg(rows: list[dict]) -> str:
             parts.append(f'<line x1="{left}" x2="{w - 20}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
                          'stroke="#ddd"/>')  # fmt: skip
             parts.append(f'<text x="5" y="{y(v) + 4:.1f}">{v:g}</text>')
-    for row, vals in zip(rows, values):
+    for row, vals in zip(rows, values, strict=True):
         entry = not row["rule"].count(":")
         points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(vals))
         parts.append(f'<polyline points="{points}" fill="none" '
