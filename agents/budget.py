@@ -27,6 +27,7 @@ from django.http import JsonResponse
 
 from agents.auth import request_token
 from cairn.errors import error_body
+from cairn.guard import refuse_body
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,8 @@ def budget_charge(*, key: str, amount: int, limit: int, now: float) -> float | N
     return None
 
 
-def too_large(limit: int) -> JsonResponse:
+def too_large(request, limit: int) -> JsonResponse:
+    refuse_body(request)
     return JsonResponse(
         error_body(
             "too_large",
@@ -77,7 +79,7 @@ class RequestBudgetMiddleware:
         length = _content_length(request)
         limit = settings.CAIRN_SCAN_BODY_MAX_BYTES
         if length > limit:
-            return too_large(limit)
+            return too_large(request, limit)
         token = request_token(request)
         if token is None:
             return self.get_response(request)

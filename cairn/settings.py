@@ -403,6 +403,12 @@ CAIRN_TOOL_STATS_RECENT_ERRORS = 10
 CAIRN_METADATA_MAX_BYTES = 8192
 # JSON bodies nested deeper than this are refused before parsing (cairn/guard.py).
 CAIRN_JSON_MAX_DEPTH = 64
+# A path with its query string longer than this is a 414 (cairn/guard.py); gunicorn's
+# own request-line limit (8190, cairn/gunicorn_conf.py) sits above it.
+CAIRN_URL_MAX_CHARS = envint("CAIRN_URL_MAX_CHARS", 4096)
+# A refused over-size body up to this size is read and discarded before the 413, so
+# the client reads the answer and keeps its connection; a larger one closes it.
+CAIRN_REFUSED_BODY_DRAIN_BYTES = envint("CAIRN_REFUSED_BODY_DRAIN_BYTES", 16 * 1024 * 1024)
 # The situation classifier reads at most this head and tail of each tool output
 # (stdout, stderr, output): its cost per request is bounded whatever a tool printed.
 CAIRN_SCAN_HEAD_CHARS = envint("CAIRN_SCAN_HEAD_CHARS", 64_000)
