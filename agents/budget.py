@@ -5,7 +5,8 @@ up to a megabyte of tool output and scan it; an agent token may call both. So ea
 token has a budget, counted in Valkey per fixed minute:
 
 - ``CAIRN_SCAN_RATE_PER_MIN`` requests and ``CAIRN_SCAN_BYTES_PER_MIN`` body bytes;
-  over either, 429 ``rate_limited`` with ``Retry-After`` (seconds to the next minute);
+  over either, 429 ``rate_limited`` with ``Retry-After`` (seconds to the next window:
+  budgets are counted per 10 s, a sixth of the per-minute figure each);
 - a body over ``CAIRN_SCAN_BODY_MAX_BYTES`` is a 413 ``too_large`` before it is read.
 
 The middleware runs first, before any body is parsed or scanned. A request with no
@@ -32,7 +33,10 @@ from cairn.guard import refuse_body
 logger = logging.getLogger(__name__)
 
 SCANNING_PATHS = re.compile(r"^/api/v1/(?:situations/classify|turns/[^/]{1,200}/results)/$")
-WINDOW_S = 60
+# The per-minute budgets are counted in windows of a sixth of a minute, so eight
+# tokens starting together cannot spend a whole minute's budget in one burst.
+WINDOW_S = 10
+WINDOWS_PER_MIN = 60 // WINDOW_S
 
 
 def _content_length(request) -> int:
@@ -43,12 +47,18 @@ def _content_length(request) -> int:
 
 
 def budget_charge(*, key: str, amount: int, limit: int, now: float) -> float | None:
-    """Add ``amount`` to ``key``'s count for this minute; seconds to wait when the
-    count is over ``limit``, else None."""
+    """Add ``amount`` to ``key``'s count for this window; seconds to wait when the
+    count is over ``limit`` (per window), else None. One round trip to Valkey when the
+    window's counter exists, two when it starts it."""
     start = int(now // WINDOW_S) * WINDOW_S
     counter = f"budget:{key}:{start}"
-    cache.add(counter, 0, timeout=WINDOW_S + 5)
-    used = cache.incr(counter, amount)
+    try:
+        used = cache.incr(counter, amount)
+    except ValueError:  # the window's first request
+        if cache.add(counter, amount, timeout=WINDOW_S + 5):
+            used = amount
+        else:
+            used = cache.incr(counter, amount)
     if used > limit:
         return start + WINDOW_S - now
     return None
@@ -88,12 +98,12 @@ class RequestBudgetMiddleware:
             wait = budget_charge(
                 key=f"scan-requests:{token.digest[:16]}",
                 amount=1,
-                limit=settings.CAIRN_SCAN_RATE_PER_MIN,
+                limit=max(settings.CAIRN_SCAN_RATE_PER_MIN // WINDOWS_PER_MIN, 1),
                 now=now,
             ) or budget_charge(
                 key=f"scan-bytes:{token.digest[:16]}",
                 amount=length,
-                limit=settings.CAIRN_SCAN_BYTES_PER_MIN,
+                limit=max(settings.CAIRN_SCAN_BYTES_PER_MIN // WINDOWS_PER_MIN, 1),
                 now=now,
             )
         except Exception:  # noqa: BLE001 - a counter outage must not stop the agents
@@ -105,7 +115,7 @@ class RequestBudgetMiddleware:
         response = JsonResponse(
             error_body(
                 "rate_limited",
-                f"This token has used its budget for scanning tool output this minute "
+                f"This token has used its budget for scanning tool output for now "
                 f"({settings.CAIRN_SCAN_RATE_PER_MIN} requests or "
                 f"{settings.CAIRN_SCAN_BYTES_PER_MIN} bytes); retry in {retry_after} s.",
                 {"token": ["over the per-minute budget"]},

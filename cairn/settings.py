@@ -416,8 +416,8 @@ CAIRN_SCAN_TAIL_CHARS = envint("CAIRN_SCAN_TAIL_CHARS", 16_000)
 # Per token, per minute, on POST /situations/classify/ and /turns/{id}/results/
 # (agents/budget.py): requests and body bytes (429 + Retry-After), and the largest
 # body (413) — a tool output's head and tail, not all of it.
-CAIRN_SCAN_RATE_PER_MIN = envint("CAIRN_SCAN_RATE_PER_MIN", 600)
-CAIRN_SCAN_BYTES_PER_MIN = envint("CAIRN_SCAN_BYTES_PER_MIN", 16 * 1024 * 1024)
+CAIRN_SCAN_RATE_PER_MIN = envint("CAIRN_SCAN_RATE_PER_MIN", 300)
+CAIRN_SCAN_BYTES_PER_MIN = envint("CAIRN_SCAN_BYTES_PER_MIN", 8 * 1024 * 1024)
 CAIRN_SCAN_BODY_MAX_BYTES = envint("CAIRN_SCAN_BODY_MAX_BYTES", 1024 * 1024)
 
 # Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
@@ -428,6 +428,9 @@ CELERY_BEAT_SCHEDULE["embed-backfill"] = {
 
 # --- outcomes, evidence, lessons, decay (SPEC sections 4 and 7) ---------------
 # Evidence weights (seed 004): retrieval and self-reports are worth zero.
+# One person's confirmation of one lesson or item counts once per this many seconds
+# (a double-clicked "Confirm" is one piece of evidence).
+CAIRN_PERSON_CONFIRM_WINDOW_S = envint("CAIRN_PERSON_CONFIRM_WINDOW_S", 24 * 3600)
 STRENGTH_BOOST = envfloat("CAIRN_STRENGTH_BOOST", 0.15)
 CAIRN_CONTRADICTION_PENALTY = envfloat("CAIRN_CONTRADICTION_PENALTY", 0.25)  # lessons: -0.25
 FAILURE_FACTOR = envfloat("CAIRN_FAILURE_FACTOR", 0.7)  # knowledge strength: x0.7

@@ -17,6 +17,7 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memory.core.actors import Actor
 from memory.lessons.outcomes import IN_PLAY_TYPES
@@ -49,6 +50,15 @@ class TextField(serializers.CharField):
 
     DRF's CharField already refuses NUL characters.
     """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        # DRF's own surrogate validator walks the string in Python (about 8 ms for
+        # 60,000 characters, on every tool output posted); the regex below is the same
+        # check in C.
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitSurrogateCharactersValidator)
+        ]
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)

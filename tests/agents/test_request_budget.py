@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from agents.budget import WINDOW_S, WINDOWS_PER_MIN
 from tests.factories.identity import api_client
 from tests.factories.situations import MACHINE
 
@@ -12,17 +15,25 @@ pytestmark = pytest.mark.django_db
 CLASSIFY = "/api/v1/situations/classify/"
 
 
+def _fresh_window():
+    """Wait for a budget window with at least 5 s left, so a test's requests share it."""
+    left = WINDOW_S - time.time() % WINDOW_S
+    if left < 5:
+        time.sleep(left + 0.05)
+
+
 def _classify(client, **body):
     return client.post(CLASSIFY, {"tool": "x", "exit_code": 1, **body}, format="json")
 
 
 def test_a_token_over_its_request_budget_gets_429_with_retry_after(api, make_api, settings):
-    settings.CAIRN_SCAN_RATE_PER_MIN = 3
+    settings.CAIRN_SCAN_RATE_PER_MIN = 3 * WINDOWS_PER_MIN  # 3 per window
+    _fresh_window()
     answers = [_classify(api, stderr="command not found").status_code for _ in range(3)]
     assert answers == [200, 200, 200]
     refused = _classify(api, stderr="command not found")
     assert refused.status_code == 429
-    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert 1 <= int(refused["Retry-After"]) <= WINDOW_S
     error = refused.json()["error"]
     assert error["code"] == "rate_limited" and error["fields"] == {
         "token": ["over the per-minute budget"]
@@ -37,7 +48,8 @@ def test_a_token_over_its_request_budget_gets_429_with_retry_after(api, make_api
 
 
 def test_a_token_over_its_byte_budget_gets_429(api, settings):
-    settings.CAIRN_SCAN_BYTES_PER_MIN = 150_000
+    settings.CAIRN_SCAN_BYTES_PER_MIN = 150_000 * WINDOWS_PER_MIN
+    _fresh_window()
     assert _classify(api, stderr="x" * 100_000).status_code == 200
     refused = _classify(api, stderr="x" * 100_000)
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limited"
