@@ -361,6 +361,11 @@ def _selection(request, serializer_class, allowed) -> tuple[dict, Selector]:
     data = serializer_class(data=request.data)
     data.is_valid(raise_exception=True)
     raw = data.validated_data["selector"]
+    # The serializer drops keys it does not know; the parse must see them to refuse
+    # them (a misspelt key would otherwise select the whole workspace).
+    given = request.data.get("selector") if isinstance(request.data, dict) else None
+    if isinstance(given, dict) and isinstance(raw, dict):
+        raw = {**{k: v for k, v in given.items() if k not in raw}, **raw}
     selector = selector_parse(workspace=request.auth.workspace, data=raw, allowed=allowed)
     return data.validated_data, selector
 
