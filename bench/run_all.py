@@ -27,6 +27,9 @@ SCRIPTS = [
     "bench_maintenance.py",
     "bench_situations.py",
     "bench_faults.py",
+    # Linear scanning of outside text, and /recall/ under adversarial load.
+    "bench_scan.py",
+    "bench_load.py",
     # Issue 17: every number of the issue, before and after (README "Benchmarks").
     "bench_ingest.py",  # batch remember and batch turns against the raw embedder
     "bench_outcomes.py",  # outcomes/s with 8 clients, against a bare DRF view
