@@ -25,10 +25,14 @@ from memory.models import (
     AgentTool,
     ConversationTurn,
     Evidence,
+    FeedbackSample,
     Knowledge,
+    LearnedFact,
     Lesson,
+    Outcome,
     SituationLesson,
     SkillVersion,
+    ToolCall,
 )
 from tests.factories.identity import AgentFactory, api_client
 from tests.factories.lessons import SHOP, passed_payload
@@ -140,6 +144,34 @@ def _tools_are_one_threads(ctx, responses):
     assert names in [{f"tool{i}-{j}" for j in range(4)} for i in range(THREADS)]
 
 
+def _one_winner_of(model, key: str, field: str):
+    """Exactly one of the racing edits applied (the rest are 4xx: stale or refused), and
+    the row (or the row that superseded it) says what the winner sent."""
+
+    def check(ctx, responses):
+        won = [i for i, r in enumerate(responses) if 200 <= r.status_code < 300]
+        assert len(won) == 1, [r.status_code for r in responses]
+        row = model.objects.get(pk=responses[won[0]].json()["id"])
+        assert getattr(row, field) == ctx["bodies"][won[0]][field]
+
+    return check
+
+
+def _one_job(ctx, responses):
+    assert len({r.json()["job_id"] for r in responses}) == 1
+
+
+def _tool_calls(ctx, responses):
+    assert ToolCall.objects.filter(workspace=ctx["workspace"]).count() == THREADS
+    errors = Knowledge.objects.filter(workspace=ctx["workspace"], category="error",
+                                      status="active", operation_key="gh pr list")  # fmt: skip
+    assert errors.count() == 1
+
+
+def _count(model, expected: int, **filters):
+    assert model.objects.filter(**filters).count() == expected, (model.__name__, filters)
+
+
 def _preference_body(ctx, i):
     provenance = ctx.setdefault(
         "provenance",
@@ -193,6 +225,14 @@ RACES: dict[tuple[str, str], Case] = {
         _fact_body,
         path=lambda ctx, i: "/api/v1/facts/contacts/forward_to/",
         prepare=_skill_and_tools,
+        check=lambda ctx, r: _count(
+            LearnedFact,
+            1,
+            workspace=ctx["workspace"],
+            namespace="contacts",
+            key="forward_to",
+            superseded_by__isnull=True,
+        ),  # fmt: skip
     ),
     ("POST", "/api/v1/feedback/"): Case(
         "harness",
@@ -203,10 +243,11 @@ RACES: dict[tuple[str, str], Case] = {
                 "positive": True,
                 "sample_id": "h-1",
             }
-        ),  # fmt: skip
+        ),
         prepare=_skill_and_tools,
+        check=lambda ctx, r: _count(FeedbackSample, 1, sample_id="h-1"),
     ),
-    ("POST", "/api/v1/jobs/"): Case("admin", _same({"kind": "reconcile"})),
+    ("POST", "/api/v1/jobs/"): Case("admin", _same({"kind": "reconcile"}), check=_one_job),
     ("POST", "/api/v1/knowledge/"): Case(
         "agent",
         _same({"content": "Deploys freeze on Fridays after noon.", "category": "fact"}),
@@ -217,12 +258,14 @@ RACES: dict[tuple[str, str], Case] = {
         lambda ctx, i: {"content": f"The staging database is rebuilt every night ({i})."},
         path=lambda ctx, i: f"/api/v1/knowledge/{ctx['item_id']}/",
         prepare=_knowledge,
+        check=_one_winner_of(Knowledge, "item_id", "content"),
     ),
     ("DELETE", "/api/v1/knowledge/{item_id}/"): Case(
         "agent",
         lambda ctx, i: None,
         path=lambda ctx, i: f"/api/v1/knowledge/{ctx['item_id']}/",
         prepare=_knowledge,
+        check=lambda ctx, r: _count(Knowledge, 0, pk=ctx["item_id"], status="active"),
     ),
     ("POST", "/api/v1/knowledge/batch/"): Case(
         "agent",
@@ -244,14 +287,20 @@ RACES: dict[tuple[str, str], Case] = {
         lambda ctx, i: {"text": f"Run pytest from the repository root ({i})."},
         path=lambda ctx, i: f"/api/v1/lessons/{ctx['lesson_id']}/",
         prepare=_lesson,
+        check=_one_winner_of(Lesson, "lesson_id", "text"),
     ),
     ("POST", "/api/v1/lessons/{lesson_id}/retire/"): Case(
         "harness",
         _same({"reason": "obsolete"}),
         path=lambda ctx, i: f"/api/v1/lessons/{ctx['lesson_id']}/retire/",
         prepare=_lesson,
+        check=lambda ctx, r: _count(Lesson, 1, pk=ctx["lesson_id"], state="retired"),
     ),
-    ("POST", "/api/v1/outcomes/"): Case("harness", _same(passed_payload(outcome_id="race-1"))),
+    ("POST", "/api/v1/outcomes/"): Case(
+        "harness",
+        _same(passed_payload(outcome_id="race-1")),
+        check=lambda ctx, r: _count(Outcome, 1, outcome_id="race-1"),
+    ),
     ("POST", "/api/v1/recall/"): Case("agent", _same({"query": "staging database"})),
     ("POST", "/api/v1/sessions/{session_id}/turns/"): Case(
         "harness",
@@ -302,7 +351,8 @@ RACES: dict[tuple[str, str], Case] = {
                     }
                 ]
             }
-        ),  # fmt: skip
+        ),
+        check=_tool_calls,
     ),
     ("POST", "/api/v1/turns/{turn_id}/results/"): Case(
         "harness",
@@ -338,6 +388,7 @@ def test_eight_concurrent_writes_answer_2xx_or_4xx_and_agree(method, path, live_
     requests = [
         ((case.path or (lambda c, i: path))(ctx, i), case.body(ctx, i)) for i in range(THREADS)
     ]
+    ctx["bodies"] = [body for _, body in requests]
     token = clients[case.scope].raw_token
     barrier = threading.Barrier(THREADS)
     responses: list = [None] * THREADS
@@ -357,6 +408,7 @@ def test_eight_concurrent_writes_answer_2xx_or_4xx_and_agree(method, path, live_
     for thread in threads:
         thread.join()
     statuses = [r.status_code for r in responses]
+    print("STATUSES", method, path, sorted(statuses))
     assert all(200 <= s < 500 for s in statuses), (statuses, [r.text[:300] for r in responses])
     assert any(200 <= s < 300 for s in statuses), (statuses, responses[0].text[:500])
     for response in responses:
