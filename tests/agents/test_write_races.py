@@ -21,6 +21,7 @@ import httpx
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
+from agents.guard import READ_POSTS
 from memory.models import (
     AgentTool,
     ConversationTurn,
@@ -420,3 +421,23 @@ def test_eight_concurrent_writes_answer_2xx_or_4xx_and_agree(method, path, live_
 def test_the_tool_registry_fixture_is_not_the_email_agents():
     # The race registers its own names so the final state names exactly one thread.
     assert not {t["name"] for t in EMAIL_TOOLS} & {f"tool{i}-0" for i in range(THREADS)}
+
+
+SPACED_AWS_KEY_ID = "AKIA" + " IOSF ODNN 7EXA MPLE"
+# POSTs that only read (a query is not stored) are not writes for the secret walker.
+STORING = [(m, p) for m, p in OPERATIONS if p not in READ_POSTS]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("method", "path"), STORING, ids=[f"{m} {p}" for m, p in STORING])
+def test_a_spaced_out_aws_key_id_is_refused_on_every_write_path(method, path):
+    agent = AgentFactory()
+    client = api_client(agent, scope="harness")
+    url = path.format(namespace="ns", key="k", item_id=1, lesson_id=1, session_id="s",
+                      name="triage-inbox", turn_id="t1")  # fmt: skip
+    body = {"note": f"the deploy key is {SPACED_AWS_KEY_ID}"}
+    response = getattr(client, method.lower())(url, body, format="json")
+    assert response.status_code == 422, (response.status_code, response.content[:300])
+    error = response.json()["error"]
+    assert error["code"] == "credential_refused" and list(error["fields"]) == ["note"]
+    assert "IOSF" not in response.content.decode()
