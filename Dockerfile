@@ -12,4 +12,4 @@ COPY . .
 RUN mkdir -p /data && SECRET_KEY=build DATABASE_URL=postgres://x/x REDIS_URL=redis://x:6379/0 \
     python manage.py collectstatic --noinput --verbosity 0
 EXPOSE 8000
-CMD ["gunicorn", "cairn.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4", "--access-logfile", "-", "--logger-class", "cairn.accesslog.RedactingLogger"]
+CMD ["gunicorn", "cairn.wsgi", "-c", "python:cairn.gunicorn_conf", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4", "--access-logfile", "-", "--logger-class", "cairn.accesslog.RedactingLogger"]

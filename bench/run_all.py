@@ -29,6 +29,9 @@ SCRIPTS = [
     "bench_situations.py",
     "bench_faults.py",
     "bench_rows.py",  # memory.core.rows' statements against the ORM doing the same
+    # Linear scanning of outside text, and /recall/ under adversarial load.
+    "bench_scan.py",
+    "bench_load.py",
     # Ingestion, outcomes, worker memory and conversation recall.
     "bench_ingest.py",  # batch remember and batch turns against the raw embedder
     "bench_outcomes.py",  # outcomes/s with 8 clients, against a bare DRF view

@@ -7,6 +7,7 @@
 - JSON bodies nested deeper than ``CAIRN_JSON_MAX_DEPTH`` are refused before the
   parser recurses (Python's json module raises RecursionError at ~1,000 levels).
 - A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413, not Django's HTML 400.
+- A URL over ``CAIRN_URL_MAX_CHARS`` is a 414.
 
 API paths answer in the error shape; pages answer with a short HTML page.
 """
@@ -19,13 +20,16 @@ import re
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpResponse, JsonResponse
+from django.http.request import RawPostDataException
 from django.template import loader
 
 from cairn.errors import error_body, wants_json
 
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-# JSON strings (with escapes) are skipped when counting brackets.
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# JSON strings (with escapes) are skipped when counting brackets. Possessive, and an
+# unclosed string runs to the end: otherwise every quote inside an unclosed string
+# (a body of '"\\"\\"...') restarts a scan to the end, quadratic in the body.
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]")
 
 
@@ -65,6 +69,36 @@ def _walk(value, path: str, out: dict) -> None:
             _walk(inner, f"{path}[{index}]" if path else f"[{index}]", out)
 
 
+# Set in the WSGI environ on a response whose request body was left unread: the web
+# server (cairn/gunicorn_conf.py) then says ``Connection: close`` and closes, instead
+# of promising keep-alive on a connection it must drop.
+CLOSE_CONNECTION = "cairn.close_connection"
+
+
+def close_connection(request) -> None:
+    request.META[CLOSE_CONNECTION] = True
+
+
+def refuse_body(request) -> None:
+    """Before answering 413 for a body that will not be read: read and discard it when
+    it is at most ``CAIRN_REFUSED_BODY_DRAIN_BYTES`` (the client finishes sending, reads
+    the answer and may reuse the connection), else mark the connection to be closed."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = -1
+    if not 0 <= length <= settings.CAIRN_REFUSED_BODY_DRAIN_BYTES:
+        close_connection(request)
+        return
+    # request.read() is Django's stream limited to CONTENT_LENGTH (whatever a parser
+    # already consumed is not waited for again).
+    try:
+        while request.read(65536):
+            pass
+    except (OSError, ValueError, RawPostDataException):
+        close_connection(request)
+
+
 def bad_request(request, code: str, message: str, fields: dict, status: int = 400):
     if wants_json(request):
         return JsonResponse(error_body(code, message, fields), status=status)
@@ -85,6 +119,17 @@ class InputGuardMiddleware:
 
     def check(self, request):
         fields: dict[str, list[str]] = {}
+        url_max = settings.CAIRN_URL_MAX_CHARS
+        if len(request.META.get("PATH_INFO", "")) + len(request.META.get("QUERY_STRING", "")) > (
+            url_max
+        ):
+            return bad_request(
+                request,
+                "uri_too_long",
+                f"The URL is longer than {url_max} characters; send long input in a POST body.",
+                {"path": [f"longer than {url_max} characters"]},
+                status=414,
+            )
         if problem := _bad(request.path):
             fields["path"] = [f"The path {problem}."]
         for key, values in request.GET.lists():
@@ -153,6 +198,7 @@ class InputGuardMiddleware:
         )
 
     def too_big(self, request, limit):
+        refuse_body(request)
         return bad_request(
             request,
             "too_large",

@@ -57,6 +57,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a per-token budget on the endpoints that scan tool output, before any
+    # body is read (agents/budget.py).
+    "agents.budget.RequestBudgetMiddleware",
     "cairn.guard.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -400,6 +403,22 @@ CAIRN_TOOL_STATS_RECENT_ERRORS = 10
 CAIRN_METADATA_MAX_BYTES = 8192
 # JSON bodies nested deeper than this are refused before parsing (cairn/guard.py).
 CAIRN_JSON_MAX_DEPTH = 64
+# A path with its query string longer than this is a 414 (cairn/guard.py); gunicorn's
+# own request-line limit (8190, cairn/gunicorn_conf.py) sits above it.
+CAIRN_URL_MAX_CHARS = envint("CAIRN_URL_MAX_CHARS", 4096)
+# A refused over-size body up to this size is read and discarded before the 413, so
+# the client reads the answer and keeps its connection; a larger one closes it.
+CAIRN_REFUSED_BODY_DRAIN_BYTES = envint("CAIRN_REFUSED_BODY_DRAIN_BYTES", 16 * 1024 * 1024)
+# The situation classifier reads at most this head and tail of each tool output
+# (stdout, stderr, output): its cost per request is bounded whatever a tool printed.
+CAIRN_SCAN_HEAD_CHARS = envint("CAIRN_SCAN_HEAD_CHARS", 64_000)
+CAIRN_SCAN_TAIL_CHARS = envint("CAIRN_SCAN_TAIL_CHARS", 16_000)
+# Per token, per minute, on POST /situations/classify/ and /turns/{id}/results/
+# (agents/budget.py): requests and body bytes (429 + Retry-After), and the largest
+# body (413) — a tool output's head and tail, not all of it.
+CAIRN_SCAN_RATE_PER_MIN = envint("CAIRN_SCAN_RATE_PER_MIN", 300)
+CAIRN_SCAN_BYTES_PER_MIN = envint("CAIRN_SCAN_BYTES_PER_MIN", 8 * 1024 * 1024)
+CAIRN_SCAN_BODY_MAX_BYTES = envint("CAIRN_SCAN_BODY_MAX_BYTES", 1024 * 1024)
 
 # Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
 CELERY_BEAT_SCHEDULE["embed-backfill"] = {
@@ -409,6 +428,9 @@ CELERY_BEAT_SCHEDULE["embed-backfill"] = {
 
 # --- outcomes, evidence, lessons, decay (SPEC sections 4 and 7) ---------------
 # Evidence weights (seed 004): retrieval and self-reports are worth zero.
+# One person's confirmation of one lesson or item counts once per this many seconds
+# (a double-clicked "Confirm" is one piece of evidence).
+CAIRN_PERSON_CONFIRM_WINDOW_S = envint("CAIRN_PERSON_CONFIRM_WINDOW_S", 24 * 3600)
 STRENGTH_BOOST = envfloat("CAIRN_STRENGTH_BOOST", 0.15)
 CAIRN_CONTRADICTION_PENALTY = envfloat("CAIRN_CONTRADICTION_PENALTY", 0.25)  # lessons: -0.25
 FAILURE_FACTOR = envfloat("CAIRN_FAILURE_FACTOR", 0.7)  # knowledge strength: x0.7

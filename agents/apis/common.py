@@ -17,6 +17,7 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memory.core.actors import Actor
 from memory.lessons.outcomes import IN_PLAY_TYPES
@@ -57,6 +58,15 @@ class TextField(serializers.CharField):
 
     DRF's CharField already refuses NUL characters.
     """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        # DRF's own surrogate validator walks the string in Python (about 8 ms for
+        # 60,000 characters, on every tool output posted); the regex below is the same
+        # check in C.
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitSurrogateCharactersValidator)
+        ]
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
@@ -363,6 +373,11 @@ def selection_from_request(request, serializer_class, allowed) -> tuple[dict, Se
     data = serializer_class(data=request.data)
     data.is_valid(raise_exception=True)
     raw = data.validated_data["selector"]
+    # The serializer drops keys it does not know; the parse must see them to refuse
+    # them (a misspelt key would otherwise select the whole workspace).
+    given = request.data.get("selector") if isinstance(request.data, dict) else None
+    if isinstance(given, dict) and isinstance(raw, dict):
+        raw = {**{k: v for k, v in given.items() if k not in raw}, **raw}
     selector = selector_parse(workspace=request.auth.workspace, data=raw, allowed=allowed)
     return data.validated_data, selector
 

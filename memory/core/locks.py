@@ -38,3 +38,23 @@ def advisory_lock_blocking(name: str):
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+def advisory_xact_lock(name: str) -> None:
+    """Wait for the transaction-scoped advisory lock ``name``; released at commit or
+    rollback. For a check-then-insert under a uniqueness rule whose row may not exist
+    yet (nothing to ``SELECT ... FOR UPDATE``): concurrent writers take turns instead
+    of one of them hitting the unique index."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_lock_key(name)])
+
+
+def advisory_xact_locks(names) -> None:
+    """:func:`advisory_xact_lock` for many names in one statement, in key order (two
+    transactions locking overlapping sets in different orders would deadlock)."""
+    keys = sorted({_lock_key(name) for name in names})
+    if keys:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(%s::bigint[]) AS k", [keys]
+            )

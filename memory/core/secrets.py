@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn.errors import ApplicationError
+from memory.core import linear
 
 CREDENTIAL_REFUSED = "credential_refused"
 
@@ -45,46 +46,62 @@ class SecretFinding:
     kind: str  # human-readable, e.g. "GitHub token"
 
 
+# Every pattern that reads the written text is compiled with RE2, whose matching is
+# linear in the text: the walker reads every string of every write body, so a
+# pattern that backtracks would let one request hold a worker for seconds. RE2 has no
+# look-around, so a boundary is a character class or the start/end of the text,
+# consumed by the match: "(?:^|[^A-Za-z0-9])sk-..." for Python's "(?<![A-Za-z0-9])sk-".
+_B = r"(?:^|[^A-Za-z0-9])"  # not preceded by a letter or digit
+_E = r"(?:[^A-Za-z0-9]|$)"  # not followed by one
+
 # (kind, pattern). Boundaries keep the prefixes from matching inside ordinary words.
-_TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_TOKEN_PATTERNS: tuple[tuple[str, Any], ...] = (
     (
         "private key block",
-        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+        linear.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
     ),
-    ("OpenAI-style API key", re.compile(r"(?<![A-Za-z0-9])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}")),
-    ("Stripe key", re.compile(r"(?<![A-Za-z0-9])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("OpenAI-style API key", linear.compile(_B + r"sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}")),
+    ("Stripe key", linear.compile(_B + r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
     (
         "AWS access key id",
-        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA)[0-9A-Z]{16}(?![A-Z0-9])"),
+        linear.compile(r"(?:^|[^A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA)[0-9A-Z]{16}(?:[^A-Z0-9]|$)"),
     ),
     (
         "AWS secret access key",
-        re.compile(
-            r"(?i)(?<![A-Za-z0-9])aws_?secret_?(?:access_?)?key[\"']?\s*[:=]+\s*[\"']?"
+        linear.compile(
+            r"(?i)" + _B + r"aws_?secret_?(?:access_?)?key[\"']?\s*[:=]+\s*[\"']?"
             r"[A-Za-z0-9/+]{16,}"
         ),
     ),
-    ("npm token", re.compile(r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
-    ("GitHub token", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}")),
-    ("GitHub token", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,}")),
-    ("GitLab token", re.compile(r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}")),
-    ("Slack token", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("Google API key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}")),
-    ("Cairn token", re.compile(r"(?<![A-Za-z0-9])cairn_[0-9a-f]{8}_[A-Za-z0-9_-]{20,}")),
+    ("npm token", linear.compile(_B + r"npm_[A-Za-z0-9]{36}" + _E)),
+    ("GitHub token", linear.compile(_B + r"gh[pousr]_[A-Za-z0-9]{30,}")),
+    ("GitHub token", linear.compile(_B + r"github_pat_[A-Za-z0-9_]{22,}")),
+    ("GitLab token", linear.compile(_B + r"glpat-[A-Za-z0-9_-]{20,}")),
+    ("Slack token", linear.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("Google API key", linear.compile(_B + r"AIza[0-9A-Za-z_-]{35}")),
+    ("Cairn token", linear.compile(_B + r"cairn_[0-9a-f]{8}_[A-Za-z0-9_-]{20,}")),
     (
         "JSON Web Token",
-        re.compile(
-            r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
-        ),
+        linear.compile(_B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     ),
     (
         "bearer token",
-        re.compile(r"(?i)\bauthorization:\s*(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{16,}"),
+        linear.compile(r"(?i)\bauthorization:\s*(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{16,}"),
     ),
 )
 
+# An AWS access key id written with separators, as people do when they read one out
+# or paste it from a table: "AKIA IOSF ODNN 7EXA MPLE", "AKIA-IOSF-ODNN-7EXA-MPLE".
+# The 16 characters after the prefix may be split by up to three spaces, tabs, dots,
+# dashes or underscores; see _spaced_aws_key_id for what keeps capitalised prose out.
+_SPACED_AWS_KEY_ID = linear.compile(
+    r"(?:^|[^A-Za-z0-9])(?P<key>(?:AKIA|ASIA|AGPA|AIDA)(?:[ \t._-]{0,3}[0-9A-Z]){16})"
+    r"(?:[^A-Za-z0-9]|$)"
+)
+_AWS_SEPARATORS = " \t._-"
+
 # scheme://user:password@host — the password part is what we look at.
-_URL_CREDENTIALS = re.compile(
+_URL_CREDENTIALS = linear.compile(
     r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@]{1,200}:(?P<secret>[^\s/@]{1,200})@[^\s/@]"
 )
 
@@ -93,21 +110,41 @@ _ASSIGNMENT_NAMES = (
     r"password|passwd|passphrase|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key"
     r"|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|token"
 )
-_NAME_IN_KEY = re.compile(_ASSIGNMENT_NAMES, re.IGNORECASE)
-_ASSIGNMENT = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_])[\"']?(?P<name>{_ASSIGNMENT_NAMES})[\"']?"
-    r"(?:\s*(?<![=!<>])=(?!=)\s*|\s*:=\s*|\s*:\s*(?=[\"']))"
-    r"(?P<secret>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|[^\s\"',;)}\]]{1,300})"
+_NAME_IN_KEY = linear.compile(r"(?i)" + _ASSIGNMENT_NAMES)
+_QUOTED_VALUE = r"\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'"
+# "=" or ":=" takes any value, but a bare value never starts with "=" ("password ==
+# x" is a comparison); a plain ":" takes only a quoted value ("note: password" is prose).
+_ASSIGNMENT = linear.compile(
+    rf"(?i)(?:^|[^A-Za-z0-9_])[\"']?(?P<name>{_ASSIGNMENT_NAMES})[\"']?"
+    rf"(?:\s*:?=\s*(?P<secret>{_QUOTED_VALUE}|[^\s\"',;)}}\]=][^\s\"',;)}}\]]{{0,299}})"
+    rf"|\s*:\s*(?P<quoted>{_QUOTED_VALUE}))"
 )
 
 # password: hunter2hunter2 — the YAML-ish form, unquoted. Only values mixing letters
 # and digits count, so prose ("password: see the vault") passes.
-_COLON_ASSIGNMENT = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_])(?:{_ASSIGNMENT_NAMES})\s*:\s*(?P<secret>[^\s\"',;)}}\]]{{8,300}})"
+_COLON_ASSIGNMENT = linear.compile(
+    rf"(?i)(?:^|[^A-Za-z0-9_])(?:{_ASSIGNMENT_NAMES})\s*:\s*(?P<secret>[^\s\"',;)}}\]]{{8,300}})"
 )
-_LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])")
 
-# Values that name where a secret lives rather than being one.
+
+# Every pattern the walker runs over written text, by name: what the adversarial-input
+# test and bench/bench_scan.py run.
+SCAN_PATTERNS: dict[str, linear.Pattern] = {
+    **{f"{kind} {i}": pattern for i, (kind, pattern) in enumerate(_TOKEN_PATTERNS)},
+    "spaced AWS access key id": _SPACED_AWS_KEY_ID,
+    "password in a URL": _URL_CREDENTIALS,
+    "assignment": _ASSIGNMENT,
+    "colon assignment": _COLON_ASSIGNMENT,
+    "credential name in a key": _NAME_IN_KEY,
+}
+
+
+def _mixes_letters_and_digits(value: str) -> bool:
+    return any("a" <= c.lower() <= "z" for c in value) and any("0" <= c <= "9" for c in value)
+
+
+# Values that name where a secret lives rather than being one. Python's engine is fine
+# here and below: these read one value already cut to at most 300 characters.
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(
         \$\{?[A-Za-z_][A-Za-z0-9_]*\}?      # $VAR, ${VAR}
@@ -157,15 +194,16 @@ def _assigned_secret(name: str, value: str) -> bool:
         return False
     if _STRONG_NAME.search(name):
         return True
-    return bool(_LETTER_AND_DIGIT.match(value)) or (
+    return _mixes_letters_and_digits(value) or (
         len(value) >= _ENTROPY_MIN_CHARS and shannon_entropy(value) >= _ENTROPY_MIN_BITS
     )
 
 
 # A run long enough to hide a key once encoded (a 20-character secret is 28 in base64).
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
-_URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_BASE64_RUN = linear.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+_URL_ESCAPE = linear.compile(r"%[0-9A-Fa-f]{2}")
 _DECODE_ROUNDS = 3
+SCAN_PATTERNS.update({"base64 run": _BASE64_RUN, "URL escape": _URL_ESCAPE})
 
 
 def _without_format_characters(text: str) -> str:
@@ -237,7 +275,7 @@ def find_secret(text: str) -> SecretFinding | None:
 
 
 def _find_secret_in_forms(text: str) -> SecretFinding | None:
-    for form in normalised_forms(text):
+    for form in normalised_forms(linear.scannable(text)):
         finding = _find_secret_as_written(form)
         if finding is not None:
             return finding
@@ -248,17 +286,37 @@ def _find_secret_as_written(text: str) -> SecretFinding | None:
     for kind, pattern in _TOKEN_PATTERNS:
         if pattern.search(text):
             return SecretFinding(kind=kind)
+    for match in _SPACED_AWS_KEY_ID.finditer(text):
+        if _spaced_aws_key_id(match.group("key")):
+            return SecretFinding(kind="AWS access key id")
     for match in _URL_CREDENTIALS.finditer(text):
         if not _looks_like_placeholder(match.group("secret")):
             return SecretFinding(kind="password in a URL")
     for match in _ASSIGNMENT.finditer(text):
-        if _assigned_secret(match.group("name"), match.group("secret")):
+        if _assigned_secret(match.group("name"), match.group("secret") or match.group("quoted")):
             return SecretFinding(kind="password or secret assignment")
     for match in _COLON_ASSIGNMENT.finditer(text):
         secret = match.group("secret")
-        if _LETTER_AND_DIGIT.match(secret) and not _looks_like_placeholder(secret):
+        if _mixes_letters_and_digits(secret) and not _looks_like_placeholder(secret):
             return SecretFinding(kind="password or secret assignment")
     return None
+
+
+def _spaced_aws_key_id(written: str) -> bool:
+    """Whether a separated prefix-and-16 match is a key id rather than capitals in prose.
+
+    A key id has digits almost always; capitalised words after "ASIA" ("ASIA PACIFIC
+    REGION SALE") have none. Without a digit it still counts when it is written as a
+    key is read out: four groups of four, one separator that is not a plain space.
+    """
+    compact = "".join(c for c in written if c not in _AWS_SEPARATORS)
+    if compact == written:
+        return False  # no separator: the plain pattern has already decided
+    if any(c.isdigit() for c in compact[4:]):
+        return True
+    groups = re.split(r"[ \t._-]+", written)
+    separators = set(re.findall(r"[ \t._-]+", written))
+    return len(groups) == 5 and all(len(g) == 4 for g in groups) and separators <= {"-", ".", "_"}
 
 
 def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:

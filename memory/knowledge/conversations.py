@@ -21,6 +21,7 @@ from django.utils import timezone
 from cairn.errors import ApplicationError
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
+from memory.core.locks import advisory_xact_locks
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import (
     bad_request,
@@ -384,6 +385,9 @@ def tool_calls_log(
         except EmbeddingError:
             logger.exception("embedding error items failed; storing them without vectors")
     with transaction.atomic():
+        # One active error item per failing operation (a unique index): batches that
+        # touch the same operations take turns.
+        advisory_xact_locks(f"error_item:{workspace.pk}:{c['operation_key']}" for c in checked)
         ToolCall.objects.bulk_create(
             [
                 ToolCall(workspace=workspace, agent=agent, channel=channel, **_row(c))

@@ -24,7 +24,6 @@ evidence is an agent's report.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -36,6 +35,7 @@ from django.utils import timezone
 from cairn.errors import ApplicationError, NotFoundError
 from memory.core.actors import Actor, actor_require_role
 from memory.core.audit import audit_record
+from memory.core.locks import advisory_xact_lock
 from memory.models import (
     Channel,
     ConfidenceCause,
@@ -408,10 +408,28 @@ def evidence_confirm_by_person(
     *, workspace: Workspace, target_type: str, target_id: int, actor: Actor, reason: str
 ) -> EvidenceResult:
     """A reviewer confirms a lesson or knowledge item in the UI: ``user_confirmed``
-    evidence with the person as actor (+0.15; a claimed lesson becomes active)."""
+    evidence with the person as actor (+0.15; a claimed lesson becomes active).
+
+    One person's confirmation of one target counts once per
+    ``CAIRN_PERSON_CONFIRM_WINDOW_S``: a double-click, a resubmitted form or a second
+    confirmation the same day is answered with the target as it is, nothing applied.
+    The evidence id names person, target and window, so concurrent clicks take turns
+    on it and the later ones find it recorded."""
     actor_require_role(actor, workspace=workspace, action=f"confirm a {target_type}")
     target = _evidence_target(workspace=workspace, target_type=target_type, target_id=target_id)
-    evidence_id = f"person:{actor.user.pk}:{uuid.uuid4().hex[:16]}"
+    window = int(timezone.now().timestamp() // settings.CAIRN_PERSON_CONFIRM_WINDOW_S)
+    evidence_id = f"person:{actor.user.pk}:{target_type}:{target_id}:{window}"
+    advisory_xact_lock(f"evidence:{workspace.pk}:{evidence_id}")
+    if Evidence.objects.filter(workspace=workspace, evidence_id=evidence_id).exists():
+        target = _lock(target)
+        return EvidenceResult(
+            target=target,
+            target_type=target_type,
+            target_id=target.pk,
+            before=float(target.confidence),
+            after=float(target.confidence),
+            kind=EvidenceKind.USER_CONFIRMED,
+        )
     Evidence.objects.create(
         workspace=workspace,
         agent=None,

@@ -17,6 +17,7 @@ from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.jobs import job_enqueue
+from memory.core.locks import advisory_xact_lock
 from memory.models import JobRun, Workspace
 
 
@@ -59,6 +60,9 @@ def job_run_now(*, kind: str, workspace: Workspace, actor: Actor) -> tuple[JobRu
             fields={"kind": ["unknown job kind"]},
             status_code=400,
         )
+    # Concurrent requests take turns here, so the second finds the first's queued run
+    # (there is no row to lock before the first one exists).
+    advisory_xact_lock(f"job_run_now:{workspace.pk}:{job.kind}")
     queued = (
         JobRun.objects.select_for_update()
         .filter(kind=job.kind, workspace=workspace, status=JobRun.Status.QUEUED)

@@ -43,6 +43,20 @@ def selector_parse(
         data = {}
     if not isinstance(data, dict):
         raise refusal(field_name, 'A selector is an object such as {"agent": "gaia/chat"}.')
+    # Every key is checked, empty or not: a misspelt key ({"agnet": ""}) must be refused,
+    # not dropped, or the request would select the whole workspace.
+    names = {n for k in allowed for n in (("project_remote", "project_path")
+                                         if k == "project" else (k,))}  # fmt: skip
+    misspelt = sorted(str(k) for k in data if k not in names)
+    if misspelt:
+        choices = ", ".join(sorted(names - {"workspace"}))
+        message = f"Not a selector here; use one of: {choices}."
+        raise ApplicationError(
+            f"Invalid input: unknown selector keys {', '.join(misspelt)}. {message}",
+            code="invalid",
+            fields={f"{field_name}.{k}": [message] for k in misspelt},
+            status_code=400,
+        )
     given = {k: v for k, v in data.items() if v not in (None, "")}
     kinds = sorted({"project" if k in ("project_remote", "project_path") else k for k in given})
     kinds = [k for k in kinds if k != "workspace" or given.get("workspace") is not True]

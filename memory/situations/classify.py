@@ -21,13 +21,28 @@ Order matters:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
+
+from memory.core import linear
 from memory.situations.taxonomy import INFERRED, Situation
 
-SCAN_CHARS = 64_000  # only the head of a large output is read
+
+def scan_window(text: str) -> str:
+    """The part of one output the rules read: all of it up to
+    ``CAIRN_SCAN_HEAD_CHARS + CAIRN_SCAN_TAIL_CHARS``, else its head and its tail.
+
+    Errors sit at the start (usage, "command not found") or at the end (the last
+    traceback line, "rate limited" after a long log); the middle of a huge build log
+    rarely names the situation, and reading it would make a request's cost grow with
+    whatever a tool printed.
+    """
+    head, tail = settings.CAIRN_SCAN_HEAD_CHARS, settings.CAIRN_SCAN_TAIL_CHARS
+    if len(text) > head + tail:
+        text = text[:head] + "\n" + (text[-tail:] if tail else "")
+    return linear.scannable(text)
 
 
 @dataclass(frozen=True)
@@ -54,18 +69,18 @@ class Signals:
 
     @property
     def text(self) -> str:
-        return "\n".join(p[:SCAN_CHARS] for p in (self.stderr, self.stdout, self.output) if p)
+        return "\n".join(scan_window(p) for p in (self.stderr, self.stdout, self.output) if p)
 
     @property
     def body(self) -> str:
         """What the tool returned (not its diagnostics)."""
-        return "\n".join(p[:SCAN_CHARS] for p in (self.stdout, self.output) if p)
+        return "\n".join(scan_window(p) for p in (self.stdout, self.output) if p)
 
     @property
     def is_search(self) -> bool:
         if self.search is not None:
             return self.search
-        return bool(_SEARCH_TOOL.search(self.tool))
+        return bool(_SEARCH_TOOL.search(linear.scannable(self.tool)))
 
 
 @dataclass(frozen=True)
@@ -76,15 +91,18 @@ class Rule:
     why: str
 
 
-def _words(*patterns: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
+# Every pattern here runs on text a tool (or an agent) wrote, so it is compiled with
+# RE2: matching is linear in the text whatever the pattern, where Python's
+# backtracking engine took seconds on "agent" followed by 20,000 spaces.
+def _words(*patterns: str):
+    return linear.compile("(?im)" + "|".join(f"(?:{p})" for p in patterns))
 
 
-def _text_says(pattern: re.Pattern[str]) -> Callable[[Signals], bool]:
+def _text_says(pattern) -> Callable[[Signals], bool]:
     return lambda s: s.failed and bool(pattern.search(s.text))
 
 
-_SEARCH_TOOL = re.compile(r"search|find|grep|query|lookup|glob", re.IGNORECASE)
+_SEARCH_TOOL = linear.compile(r"(?i)search|find|grep|query|lookup|glob")
 
 _INJECTED = _words(
     r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|"
@@ -165,7 +183,7 @@ _BAD_ARGS = _words(
     r"unknown (?:option|flag|argument|command)",
     r"unrecognized (?:option|flag|arguments?)",
     r"invalid (?:option|argument|flag|choice)",
-    r"^\s*usage:",
+    r"^[ \t]*usage:",
     r"missing (?:required )?(?:argument|operand|option)",
     r"requires an argument",
     r"too (?:many|few) arguments",
@@ -178,8 +196,14 @@ _TRUNCATED = _words(
     r"output (?:was |has been )?truncated",
     r"content truncated",
 )
-_MOJIBAKE = re.compile(r"Ã[\x80-\xbf©¨§¼½¶]|â€[™œ\x9d\"”“˜]|Ã¢â‚¬")
-_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_MOJIBAKE = linear.compile(r"Ã[\x80-\xbf©¨§¼½¶]|â€[™œ\x9d\"”“˜]|Ã¢â‚¬")
+_CONTROL = linear.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Every pattern above, by name: what the adversarial-input test and bench/bench_scan.py run.
+TEXT_PATTERNS: dict[str, linear.Pattern] = {
+    name.strip("_").lower(): value
+    for name, value in tuple(globals().items())
+    if isinstance(value, linear.Pattern)
+}
 _EMPTY_BODIES = {"", "[]", "{}", "null", "none", "no results", "no results found", "0 results"}
 
 
@@ -187,9 +211,8 @@ def _garbled(s: Signals) -> bool:
     text = s.body or s.text
     if not text:
         return False
-    head = text[:SCAN_CHARS]
-    odd = head.count("\ufffd") + len(_CONTROL.findall(head)) + 3 * len(_MOJIBAKE.findall(head))
-    return odd >= 3 and odd / max(len(head), 1) > 0.01
+    odd = text.count("\ufffd") + len(_CONTROL.findall(text)) + 3 * len(_MOJIBAKE.findall(text))
+    return odd >= 3 and odd / max(len(text), 1) > 0.01
 
 
 def _empty(s: Signals) -> bool:

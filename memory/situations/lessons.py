@@ -22,6 +22,7 @@ from django.db.models import QuerySet
 
 from memory.core.actors import Actor, actor_require_role
 from memory.core.audit import audit_record
+from memory.core.locks import advisory_xact_lock
 from memory.models import (
     Channel,
     LessonEndReason,
@@ -85,6 +86,13 @@ def lesson_store(*, turn: TurnRecovery, blocker: dict, now: datetime) -> Situati
         return None
     signature = signature_digest(
         tool=blocker["tool"], subject=blocker["subject"], kind=blocker["kind"], env=blocker["env"]
+    )
+    # One active lesson per machine, subject and kind (a unique index): turns on the
+    # same machine escalating or answered at once take turns here, so the second sees
+    # the first's lesson instead of failing on the index.
+    advisory_xact_lock(
+        f"situation_lesson:{turn.workspace_id}:{turn.machine_digest}:"
+        f"{blocker['subject']}:{blocker['kind']}"
     )
     current = (
         SituationLesson.objects.select_for_update()

@@ -325,7 +325,9 @@ def _escalate(turn, blockers, escalate_for, *, step: int, now: datetime, tool: s
 
 
 def _store_lessons(turn, blockers, *, step: int, now: datetime) -> None:
-    for blocker in blockers.values():
+    # In subject order: each store takes a lock per subject, and two turns taking
+    # the same locks in different orders would deadlock.
+    for _, blocker in sorted(blockers.items()):
         if blocker["lesson_id"]:
             continue
         lesson = lesson_store(turn=turn, blocker=blocker, now=now)

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
+from memory.core.locks import advisory_xact_lock
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
 from memory.models import Agent, Channel, DeltaTrust, LearnedFact, ProvenanceSource, Workspace
@@ -81,6 +82,9 @@ def fact_put(
             fields={field: [f"{source} is untrusted: {unbacked}"]},
         )
 
+    # The first write of a key has no row to lock: writers of one key take turns on
+    # an advisory lock, so the second sees the first's row (one current row per key).
+    advisory_xact_lock(f"learned_fact:{workspace.pk}:{namespace}:{key}")
     current = (
         LearnedFact.objects.select_for_update()
         .filter(workspace=workspace, namespace=namespace, key=key, superseded_by__isnull=True)

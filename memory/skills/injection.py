@@ -3,52 +3,55 @@ scripts, hidden or encoded text. Any finding quarantines a delta."""
 
 from __future__ import annotations
 
-import re
+from memory.core import linear
 
-_INJECTION_RULES: tuple[tuple[str, re.Pattern], ...] = (
+
+def _rule(pattern: str, *, ignore_case: bool = True):
+    # RE2 (memory/core/linear.py): skill text is written by agents, so matching must
+    # stay linear in it whatever the pattern.
+    return linear.compile(("(?i)" if ignore_case else "") + pattern)
+
+
+_INJECTION_RULES: tuple[tuple[str, linear.Pattern], ...] = (
     (
         "ignore_instructions",
-        re.compile(
+        _rule(
             r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?"
             r"\b(?:previous|prior|above|earlier|all|any|system|your|the)\b[^.\n]{0,20}?"
             r"\b(?:instructions?|rules?|prompts?|guidelines?|polic(?:y|ies)|guardrails?)\b",
-            re.I,
         ),
     ),
     (
         "run_commands",
-        re.compile(
+        _rule(
             r"\b(?:run|execute|exec|eval|invoke)\b[^.\n]{0,30}?"
             r"\b(?:commands?|shell|scripts?|bash|powershell|terminal|cmd)\b"
             r"|\bsudo\s|\brm\s+-[a-z]*r|\b(?:curl|wget)\s+\S+\s*\|\s*(?:ba|z)?sh\b|\$\([^)]*\)",
-            re.I,
         ),
     ),
     (
         "exfiltrate",
-        re.compile(
+        _rule(
             r"\b(?:send|post|upload|forward|exfiltrate|transmit|leak|copy)\b[^.\n]{0,40}?"
             r"\b(?:data|contents?|files?|credentials?|secrets?|tokens?|passwords?|keys?"
             r"|history|conversations?|memory|memories|everything|inbox)\b[^.\n]{0,40}?"
             r"\b(?:to|into|at)\b"
             r"|https?://[^\s?#]+\?[^\s#]*=",
-            re.I,
         ),
     ),
     (
         # Forward / copy / BCC / send something to an address or a URL.
         "exfiltrate_to_address",
-        re.compile(
+        _rule(
             r"\b(?:forward|send|copy|cc|bcc|e-?mail|mail|post|upload|sync|mirror|share|relay)"
             r"(?:s|ed|ing)?\b[^\n]{0,80}?"
             r"(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bhttps?://|\bwebhook\b)",
-            re.I,
         ),
     ),
     (
         # Permission language: capability strings and tool grants.
         "permission_language",
-        re.compile(
+        _rule(
             r"\b(?:shell|network|fs|filesystem|process|exec|secrets?|sudo|admin|tools?)"
             r":(?:exec|execute|run|write|admin|all|any|root|\*)\b"
             r"|\ballowed[-_ ]tools\b"
@@ -56,25 +59,29 @@ _INJECTION_RULES: tuple[tuple[str, re.Pattern], ...] = (
             r"\b(?:tools?|access|scopes?|capabilit(?:y|ies))\b[^.\n]{0,20}?\b(?:to|for)\b"
             r"|\b(?:widen|broaden|expand|extend|loosen|relax)\b[^.\n]{0,30}?"
             r"\b(?:permissions?|privileges?|access|scopes?|grants?|capabilit(?:y|ies))\b",
-            re.I,
         ),
     ),
     (
         "change_permissions",
-        re.compile(
+        _rule(
             r"\b(?:grant|give|enable|elevate|escalate|raise|widen|add|allow|disable|turn\s+off)\b"
             r"[^.\n]{0,30}?\b(?:permissions?|privileges?|admin|root|sudo|security\s+tier"
             r"|confirmations?|approval)\b",
-            re.I,
         ),
     ),
-    ("hidden_zero_width", re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")),
-    ("hidden_bidi_override", re.compile("[\u202a-\u202e\u2066-\u2069]")),
-    ("hidden_html_comment", re.compile(r"<!--")),
+    ("hidden_zero_width", _rule("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")),
+    ("hidden_bidi_override", _rule("[\u202a-\u202e\u2066-\u2069]")),
+    ("hidden_html_comment", _rule(r"<!--")),
 )
 
 
-_BASE64_BLOB = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
+_BASE64_BLOB = _rule(r"[A-Za-z0-9+/_-]{40,}={0,2}", ignore_case=False)
+# Every pattern the scanner runs, by rule: what the adversarial-input test and
+# bench/bench_scan.py run.
+SCAN_PATTERNS: dict[str, linear.Pattern] = {
+    **dict(_INJECTION_RULES),
+    "hidden_base64_blob": _BASE64_BLOB,
+}
 
 
 def injection_scan(text: str) -> list[dict]:
@@ -84,6 +91,7 @@ def injection_scan(text: str) -> list[dict]:
     quarantines a delta whatever its provenance (a person has to look), and the
     findings are shown to reviewers marked in place.
     """
+    text = linear.scannable(text)
     findings: list[dict] = []
     for rule, pattern in _INJECTION_RULES:
         match = pattern.search(text)
@@ -116,6 +124,7 @@ def injection_spans(text: str) -> list[tuple[int, int, str]]:
     ``injection_scan`` records one excerpt per rule; reviewers need each match
     marked in place, so this walks the same rules with ``finditer``.
     """
+    text = linear.scannable(text)
     spans = [
         (match.start(), match.end(), rule)
         for rule, pattern in _INJECTION_RULES

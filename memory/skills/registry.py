@@ -162,7 +162,11 @@ def skill_register(*, workspace: Workspace, skill_md: str, actor: Actor) -> Skil
 
 @transaction.atomic
 def agent_tools_set(*, agent: Agent, tools: list[dict]) -> list[AgentTool]:
-    """Replace ``agent``'s declared tool registry with ``tools``."""
+    """Replace ``agent``'s declared tool registry with ``tools``.
+
+    Concurrent replacements for one agent take turns on the agent's row: otherwise
+    both delete the (same, still committed) rows and both insert, and the second
+    fails on the (agent, name) unique index. The last to commit wins, whole."""
     if len(tools) > REGISTRY_MAX_TOOLS:
         raise bad_request("tools", f"At most {REGISTRY_MAX_TOOLS} tools.")
     check_json_strings("tools", tools)
@@ -192,6 +196,7 @@ def agent_tools_set(*, agent: Agent, tools: list[dict]) -> list[AgentTool]:
                 reads_facts=namespaces,
             )
         )
+    Agent.objects.select_for_update().filter(pk=agent.pk).first()
     AgentTool.objects.filter(agent=agent).delete()
     AgentTool.objects.bulk_create(rows)
     audit_record(

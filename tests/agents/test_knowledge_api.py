@@ -90,6 +90,7 @@ def test_a_privileged_category_is_a_403_that_says_so(api):
     [
         "my token is " + GITHUB_TOKEN,
         "AWS key " + "AKIA" + "ABCDEFGHIJKLMNOP",
+        "AWS key " + "AKIA" + " IOSF ODNN 7EXA MPLE",
         "login with https://bob:" + "pa55word" + "@intranet.example.com",
         "-----BEGIN " + "EC PRIVATE KEY-----",
     ],

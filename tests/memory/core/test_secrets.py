@@ -129,3 +129,43 @@ def test_the_clean_digests_are_bounded(monkeypatch):
 )
 def test_a_key_naming_a_credential_makes_its_value_an_assignment(metadata, found):
     assert list(scan_fields({"metadata": metadata})) == found
+
+
+# An AWS access key id read out or pasted from a table, with separators between groups.
+SPACED_AWS_KEY_IDS = [
+    "AKIA IOSF ODNN 7EXA MPLE",
+    "the key is AKIA-IOSF-ODNN-7EXA-MPLE, use it",
+    "AKIA.IOSF.ODNN.7EXA.MPLE",
+    "AKIA_IOSF_ODNN_7EXA_MPLE",
+    "key: AKIA  IOSF  ODNN  7EXA  MPLE",
+    "AKIA\tIOSF\tODNN\t7EXA\tMPLE",
+    "AKIA IOSFODNN7EXAMPLE",
+    "ASIA 4XQR T2ZB 9KLM WPD3",
+    "AKIA-BCDE-FGHI-JKLM-NOPQ",  # no digit, but written as a key is read out
+    "AKIA I O S F O D N N 7 E X A M P L E",
+]
+
+# Capitals after "ASIA" or "AKIA" in prose, which the spaced pattern must leave alone.
+PROSE_WITH_KEY_PREFIXES = [
+    "ASIA PACIFIC REGION SALE NOW",
+    "ASIA IS BIG AND THE PACIFIC IS BIGGER",
+    "ASIA BANK LOAN DESK OPEN",
+    "The AKIA prefix marks long-term AWS keys; ASIA marks temporary ones.",
+    "Q3 REPORT: ASIA 2024 SALES UP 12 PERCENT",
+    "EURASIA 1234 5678 9ABC DEFG",
+    "ASIA - EMEA - AMER - LATAM - APAC",
+]
+
+
+@pytest.mark.parametrize("text", SPACED_AWS_KEY_IDS)
+def test_a_spaced_out_aws_key_id_is_refused(text):
+    finding = find_secret(text)
+    assert finding is not None and finding.kind == "AWS access key id"
+    with pytest.raises(ApplicationError) as refused:
+        refuse_secrets({"content": text})
+    assert refused.value.code == "credential_refused"
+
+
+@pytest.mark.parametrize("text", PROSE_WITH_KEY_PREFIXES)
+def test_capitals_after_a_key_prefix_in_prose_pass(text):
+    assert find_secret(text) is None
