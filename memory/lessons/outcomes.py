@@ -28,22 +28,18 @@ from memory.identity.projects import (
     target_relativize,
 )
 from memory.identity.services import GOAL_TEXT_SETTING
+from memory.lessons.attribution import lesson_confirm_by_outcome, lesson_contradict_by_outcome
 from memory.lessons.evidence import evidence_apply, evidence_moves
+from memory.lessons.evidence_links import lesson_evidence_links_cte, lesson_evidence_unlink
+from memory.lessons.mechanical import lesson_learn_mechanical
 from memory.lessons.promotion import promotion_twins_exist
 from memory.lessons.recency import recency_mark, recency_report
+from memory.lessons.selectors import lesson_head
 from memory.lessons.self_report import (
     InPlayReport,
     in_play_ids,
     knowledge_effect,
     lesson_effect,
-)
-from memory.lessons.services import (
-    lesson_confirm_by_outcome,
-    lesson_contradict_by_outcome,
-    lesson_evidence_links_cte,
-    lesson_evidence_unlink,
-    lesson_head,
-    lesson_learn_mechanical,
 )
 from memory.lessons.verdict import (
     goal_digest,

@@ -1,8 +1,8 @@
 """Lessons: browse, read one with its evidence and history, and act on it.
 
 Every action is a POST by a reviewer that calls one service in
-``memory.lessons.services`` with the person as actor and their reason; the
-answer (for htmx) is the lesson's main block re-rendered, so its badges,
+``memory.lessons.lifecycle`` (a confirmation: ``evidence_confirm_by_person``) with
+the person as actor and their reason; the answer (for htmx) is the lesson's main block re-rendered, so its badges,
 actions, history and activity change in place.
 """
 
