@@ -39,7 +39,7 @@ def lesson_evidence_links_cte(*, links: list[tuple[int, str]], now) -> list[tupl
     if not links:
         return []
     table = LessonEvidence._meta.db_table
-    # The ORM (bulk_create after the outcome's own insert) costs 8x (bench/results/rows.md).
+    # The outcome then its links through the ORM, in a transaction: 8x (bench/results/rows.md).
     return [
         (
             "lesson_links",

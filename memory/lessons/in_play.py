@@ -40,7 +40,7 @@ def _in_play_knowledge():
 
 
 # What a harness outcome had in play, read once per outcome: compiled once per process
-# (the ORM building the same locked read each time costs 11x: bench/results/rows.md).
+# (the ORM building and compiling the same locked read each time: 11x, bench/results/rows.md).
 _LESSONS, _LESSONS_LOCKED = _in_play_lessons(locked=False), _in_play_lessons(locked=True)
 _KNOWLEDGE_LOCKED = _in_play_knowledge()
 
