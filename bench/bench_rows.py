@@ -109,8 +109,8 @@ def _run(ops: int) -> list[dict]:
     from memory.core.rows import PreparedQuery, row_insert, row_insert_keyed
     from memory.identity.projects import project_label_from_remote_ctes
     from memory.identity.services import agent_get_or_create, workspace_get_or_create
+    from memory.lessons.evidence_links import lesson_evidence_links_cte
     from memory.lessons.promotion import promotion_twins_exist
-    from memory.lessons.services import lesson_evidence_links_cte
     from memory.models import AuditEvent, Lesson, LessonEvidence, Outcome, ProjectLabel
 
     # Each operation keeps its own statements and commits, as on the hot path, but the

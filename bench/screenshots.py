@@ -476,9 +476,9 @@ def seed_demo() -> dict:
     from memory.core.actors import Actor
     from memory.identity.projects import project_label_set
     from memory.knowledge.services import knowledge_update
-    from memory.lessons.evidence import evidence_record
     from memory.lessons.lifecycle import lesson_pin, lesson_seal
     from memory.lessons.outcomes import outcome_record
+    from memory.lessons.posted_evidence import evidence_record
     from memory.lessons.services import lesson_create
     from memory.models import Agent, Channel, Knowledge, Lesson, Outcome, Workspace
     from memory.review.services import review_item_open

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from memory.backfill import embed_backfill_run
 from memory.core.jobs import job_recorded
+from memory.lessons.caps import lesson_caps_enforce
 from memory.lessons.decay import decay_run
-from memory.lessons.services import lesson_caps_enforce
 from memory.maintenance.consolidate import consolidate_run
 from memory.maintenance.reconcile import reconcile_run
 from memory.models import JobRun, Workspace

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.apis.common import BIGINT_MAX, LEARNING_ERRORS, TAG_OUTCOMES, actor, errors, validated
-from memory.lessons.evidence import evidence_record
+from memory.lessons.posted_evidence import evidence_record
 from memory.models import EvidenceKind, TargetType
 
 

@@ -31,12 +31,9 @@ from agents.apis.common import (
     validated_list,
 )
 from memory.knowledge.batch import knowledge_remember_many
+from memory.knowledge.remember import knowledge_remember
 from memory.knowledge.selectors import knowledge_get, knowledge_list
-from memory.knowledge.services import (
-    knowledge_forget,
-    knowledge_remember,
-    knowledge_update,
-)
+from memory.knowledge.services import knowledge_forget, knowledge_update
 from memory.knowledge.validation import AGENT_SOURCES
 from memory.models import CONTENT_MAX_CHARS, Category, KnowledgeStatus
 

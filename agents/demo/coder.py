@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents.demo.actors import DemoClient, demo_reviewer
 from memory.core.actors import Actor
-from memory.knowledge.services import knowledge_remember
+from memory.knowledge.remember import knowledge_remember
 from memory.models import ConversationTurn, Workspace
 
 

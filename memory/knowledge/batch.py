@@ -32,8 +32,7 @@ from memory.knowledge.dedup import (
     overlap_coefficient,
 )
 from memory.knowledge.prepared import Prepared
-from memory.knowledge.selectors import json_value
-from memory.knowledge.services import (
+from memory.knowledge.remember import (
     MERGE_FIELDS,
     RememberResult,
     knowledge_store,
@@ -41,6 +40,7 @@ from memory.knowledge.services import (
     new_item,
     scope_digest,
 )
+from memory.knowledge.selectors import json_value
 from memory.knowledge.validation import embed_missing, knowledge_prepare
 from memory.knowledge.vector_search import set_vector_search, vector_literal
 from memory.models import PRIVILEGED_CATEGORIES, Category, Knowledge, Workspace

@@ -20,6 +20,10 @@ contradiction   -0.25                        x0.7
 Lessons are clamped to [0.05, 0.95], knowledge to [0, 1]. Sealed items are
 never pushed below the recall floor (0.2) by evidence: every piece of
 evidence is an agent's report.
+
+Evidence comes from outcomes (``memory.lessons.attribution``) and from posts and
+people (``memory.lessons.posted_evidence``); erasure replays it
+(``memory.lessons.confidence_rebuild``).
 """
 
 from __future__ import annotations
@@ -28,33 +32,26 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from cairn.errors import ApplicationError, NotFoundError
-from memory.core.actors import Actor, actor_require_role
+from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
-from memory.core.locks import advisory_xact_lock
 from memory.models import (
     Channel,
     ConfidenceCause,
     ConfidenceChange,
-    Evidence,
     EvidenceKind,
     Knowledge,
     KnowledgeStatus,
     Lesson,
-    LessonEvidence,
     LessonState,
     RetiredBy,
     TargetType,
-    Workspace,
 )
 from memory.webhooks.events import lesson_retired_event
 
-# Kinds an agent may post; the other two are derived from outcomes by the server.
-POSTABLE_KINDS = (EvidenceKind.DIFF_ACCEPTED, EvidenceKind.USER_CONFIRMED, EvidenceKind.SELF_REPORT)
 _EPSILON = 1e-9
 
 
@@ -66,7 +63,8 @@ def target_type_of(target: Lesson | Knowledge) -> str:
     raise TypeError(f"confidence has no meaning for {type(target).__name__}")
 
 
-def _model_for(target_type: str):
+def target_model(target_type: str):
+    """The model a ``TargetType`` names: ``Lesson`` or ``Knowledge``."""
     return Lesson if target_type == TargetType.LESSON else Knowledge
 
 
@@ -116,7 +114,7 @@ def confidence_apply(
         channel=channel,
         at=at,
     )
-    _move_and_record(table=_model_for(target_type)._meta.db_table, change=change)
+    _move_and_record(table=target_model(target_type)._meta.db_table, change=change)
     target.confidence = new
     return change
 
@@ -161,7 +159,7 @@ def evidence_effect(*, kind: str, target: Lesson | Knowledge) -> float:
     op, amount = settings.CAIRN_EVIDENCE_POLICY[kind][target_type]
     before = float(target.confidence)
     new = before + amount if op == "add" else before * amount
-    new = _clamp(target_type, new)
+    new = confidence_clamp(target_type, new)
     if target.sealed and new < before:
         # A person's rule: agents' reports may lower it, never below the recall floor.
         new = max(new, min(before, settings.CAIRN_RECALL_FLOOR))
@@ -197,7 +195,8 @@ class EvidenceResult:
     activated: bool = False
 
 
-def _lock(target: Lesson | Knowledge) -> Lesson | Knowledge:
+def target_lock(target: Lesson | Knowledge) -> Lesson | Knowledge:
+    """The target again, its row locked for this transaction."""
     model = type(target)
     return model.objects.select_for_update().get(pk=target.pk)
 
@@ -231,7 +230,7 @@ def evidence_apply(
         kind = EvidenceKind.SELF_REPORT
     now = now or timezone.now()
     if not locked:
-        target = _lock(target)
+        target = target_lock(target)
     target_type = target_type_of(target)
     _require_live(target)
     before = float(target.confidence)
@@ -295,305 +294,13 @@ def _require_live(target: Lesson | Knowledge) -> None:
         )
 
 
-# --- posted evidence (POST /evidence/) -------------------------------------------------
-
-
-def _evidence_target(*, workspace: Workspace, target_type: str, target_id: int):
-    model = _model_for(target_type)
-    target = model.objects.filter(workspace=workspace, pk=target_id).first()
-    if target is None:
-        raise NotFoundError(
-            f"No {target_type} {target_id} in this workspace.", fields={"target_id": ["not found"]}
-        )
-    return target
-
-
-def _evidence_stored(*, workspace: Workspace, evidence_id: str, channel: str) -> dict | None:
-    """The stored answer for this id from this channel (ids are per channel: an agent
-    token's post under the harness's id is not the harness's report)."""
-    row = Evidence.objects.filter(
-        workspace=workspace, channel=channel, evidence_id=evidence_id
-    ).first()
-    return None if row is None else row.response
-
-
-# A person's word, reported by the harness (which talks to the person) or given in the UI.
-PERSON_KINDS = (EvidenceKind.DIFF_ACCEPTED, EvidenceKind.USER_CONFIRMED)
-
-
-def evidence_record(
-    *,
-    workspace: Workspace,
-    actor: Actor,
-    evidence_id: str,
-    kind: str,
-    target_type: str,
-    target_id: int,
-) -> tuple[dict, bool]:
-    """Record posted evidence once per ``evidence_id`` and channel; returns (body, created).
-
-    0. ``user_confirmed`` and ``diff_accepted`` come only from the harness scope
-       (or a person in the UI): from an agent token they are refused (403).
-    1. A stored id answers with the stored body: nothing is applied twice.
-    2. Otherwise insert the Evidence row and apply it in one transaction; a
-       concurrent insert of the same id loses on the unique constraint and
-       answers with the winner's body.
-    """
-    if kind not in POSTABLE_KINDS:
-        raise ApplicationError(
-            f"Evidence kind {kind!r} cannot be posted: test_passed and contradiction "
-            "are derived by the server from outcomes.",
-            code="kind_not_postable",
-            fields={"kind": ["not postable"]},
-        )
-    if kind in PERSON_KINDS and not actor.weighs:
-        raise ApplicationError(
-            f"Evidence of kind {kind!r} says a person confirmed or accepted something; only "
-            "a harness-scoped token (the process that talks to the person, never the model) "
-            "may post it. Post self_report for the model's own view.",
-            code="harness_scope_required",
-            fields={"kind": [f"{kind} needs a harness-scoped token"]},
-            status_code=403,
-        )
-    stored = _evidence_stored(workspace=workspace, evidence_id=evidence_id, channel=actor.channel)
-    if stored is not None:
-        return stored, False
-    try:
-        with transaction.atomic():
-            target = _evidence_target(
-                workspace=workspace, target_type=target_type, target_id=target_id
-            )
-            row = Evidence.objects.create(
-                workspace=workspace,
-                agent=actor.agent,
-                evidence_id=evidence_id,
-                kind=kind,
-                target_type=target_type,
-                target_id=target_id,
-                channel=actor.channel,
-            )
-            result = evidence_apply(
-                target=target, kind=kind, evidence_id=evidence_id, channel=actor.channel
-            )
-            body = {
-                "id": row.pk,
-                "evidence_id": evidence_id,
-                "kind": kind,
-                "target_type": target_type,
-                "target_id": target_id,
-                "channel": actor.channel,
-                "counted_as": result.kind,
-                "confidence_before": result.before,
-                "confidence_after": result.after,
-                "state": (
-                    Lesson.objects.values_list("state", flat=True).get(pk=target.pk)
-                    if target_type == TargetType.LESSON
-                    else None
-                ),
-            }
-            row.response = body
-            row.save(update_fields=["response"])
-            return body, True
-    except IntegrityError:
-        stored = _evidence_stored(
-            workspace=workspace, evidence_id=evidence_id, channel=actor.channel
-        )
-        if stored is None:
-            raise
-        return stored, False
-
-
-@transaction.atomic
-def evidence_confirm_by_person(
-    *, workspace: Workspace, target_type: str, target_id: int, actor: Actor, reason: str
-) -> EvidenceResult:
-    """A reviewer confirms a lesson or knowledge item in the UI: ``user_confirmed``
-    evidence with the person as actor (+0.15; a claimed lesson becomes active).
-
-    One person's confirmation of one target counts once per
-    ``CAIRN_PERSON_CONFIRM_WINDOW_S``: a double-click, a resubmitted form or a second
-    confirmation the same day is answered with the target as it is, nothing applied.
-    The evidence id names person, target and window, so concurrent clicks take turns
-    on it and the later ones find it recorded."""
-    actor_require_role(actor, workspace=workspace, action=f"confirm a {target_type}")
-    target = _evidence_target(workspace=workspace, target_type=target_type, target_id=target_id)
-    window = int(timezone.now().timestamp() // settings.CAIRN_PERSON_CONFIRM_WINDOW_S)
-    evidence_id = f"person:{actor.user.pk}:{target_type}:{target_id}:{window}"
-    advisory_xact_lock(f"evidence:{workspace.pk}:{evidence_id}")
-    if Evidence.objects.filter(workspace=workspace, evidence_id=evidence_id).exists():
-        target = _lock(target)
-        return EvidenceResult(
-            target=target,
-            target_type=target_type,
-            target_id=target.pk,
-            before=float(target.confidence),
-            after=float(target.confidence),
-            kind=EvidenceKind.USER_CONFIRMED,
-        )
-    Evidence.objects.create(
-        workspace=workspace,
-        agent=None,
-        evidence_id=evidence_id,
-        kind=EvidenceKind.USER_CONFIRMED,
-        target_type=target_type,
-        target_id=target_id,
-        channel=Channel.PERSON,
-    )
-    result = evidence_apply(
-        target=target,
-        kind=EvidenceKind.USER_CONFIRMED,
-        evidence_id=evidence_id,
-        channel=Channel.PERSON,
-    )
-    audit_record(
-        workspace=workspace,
-        actor=actor.label,
-        action=f"{target_type}.confirm",
-        target_type=target_type,
-        target_id=target_id,
-        reason=reason,
-        details={"evidence_id": evidence_id, "before": result.before, "after": result.after},
-    )
-    return result
-
-
-def _undo(kind: str, target_type: str, value: float) -> float:
-    """The confidence before one piece of evidence of ``kind`` moved it to ``value``
-    (unclamped inverse of the policy: used for evidence inherited through an edit or
-    a promotion, whose effect is baked into the row's birth confidence)."""
-    op, amount = settings.CAIRN_EVIDENCE_POLICY[kind][target_type]
-    if op == "add":
-        return value - amount
-    return value / amount if amount else value
-
-
-def _clamp(target_type: str, value: float) -> float:
+def confidence_clamp(target_type: str, value: float) -> float:
     """The confidence range: lessons between their caps, knowledge in [0, 1]."""
     if target_type == TargetType.LESSON:
         return min(
             settings.CAIRN_LESSON_CONFIDENCE_MAX, max(settings.CAIRN_LESSON_CONFIDENCE_MIN, value)
         )
     return min(1.0, max(0.0, value))
-
-
-@transaction.atomic
-def confidence_rebuild(
-    *,
-    workspace: Workspace,
-    label: str,
-    pk: int,
-    erased_evidence_ids,
-    erased_outcomes,
-    erased_posted,
-) -> dict[str, int]:
-    """Recompute a lesson's or item's confidence from the evidence it keeps.
-
-    1. Lock the row. Its birth confidence is its confidence minus the ledger's sum
-       (``birth + sum(after - before) == confidence`` holds for every target).
-    2. Undo evidence links to erased outcomes inherited without a ledger row of
-       this row's own (an edit or promotion copied them), then replay the row's own
-       ledger in order, skipping rows that cite erased evidence: evidence by the
-       kind's policy, decay and people's changes as the amounts they moved.
-    3. Delete the links, strip the erased citations from the ledger (the rows stay
-       so the sum still holds), and write the difference as one ledger row with
-       cause ``person`` and kind ``erasure``.
-    4. A lesson with no supporting evidence left is claimed again (never served
-       until confirmed); one below the retirement floor is retired, as evidence would.
-
-    ``erased_evidence_ids`` are the ledger citations going (``outcome:<id>`` and
-    posted evidence ids); ``erased_outcomes`` and ``erased_posted`` are querysets
-    (or id lists) of the Outcome and Evidence rows the erasure removes.
-    """
-
-    model = {"memory.Lesson": Lesson, "memory.Knowledge": Knowledge}[label]
-    target = model._default_manager.select_for_update().filter(pk=pk).first()
-    if target is None:
-        return {}
-    target_type = "lesson" if label == "memory.Lesson" else "knowledge"
-    ledger = list(
-        ConfidenceChange.objects.filter(target_type=target_type, target_id=pk).order_by("at", "id")
-    )
-    erased_ids = set(
-        ConfidenceChange.objects.filter(
-            target_type=target_type, target_id=pk, evidence_id__in=erased_evidence_ids
-        ).values_list("evidence_id", flat=True)
-    )
-    links = []
-    if target_type == "lesson":
-        links = list(LessonEvidence.objects.filter(lesson_id=pk, outcome__in=erased_outcomes))
-    own_citations = {row.evidence_id for row in ledger}
-    before = float(target.confidence)
-    running = before - sum(row.after - row.before for row in ledger)
-    for link in links:
-        if f"outcome:{link.outcome_id}" in own_citations:
-            continue
-        if link.relation == LessonEvidence.Relation.CITED:
-            continue  # cited links never moved it (their one lift is a ledger row)
-        kind = (
-            EvidenceKind.TEST_PASSED
-            if link.relation == LessonEvidence.Relation.SUPPORTS
-            else EvidenceKind.CONTRADICTION
-        )
-        running = _clamp(target_type, _undo(kind, target_type, running))
-    probe = model(pk=pk, confidence=running, sealed=getattr(target, "sealed", False))
-    for row in ledger:
-        if row.evidence_id in erased_ids:
-            continue
-        if row.cause == ConfidenceCause.EVIDENCE and row.kind in settings.CAIRN_EVIDENCE_POLICY:
-            probe.confidence = evidence_effect(kind=row.kind, target=probe)
-        else:
-            probe.confidence = _clamp(target_type, probe.confidence + (row.after - row.before))
-    counts: dict[str, int] = {}
-    if links:
-        _, deleted = LessonEvidence.objects.filter(pk__in=[link.pk for link in links]).delete()
-        counts.update(deleted)
-    ConfidenceChange.objects.filter(
-        target_type=target_type, target_id=pk, evidence_id__in=erased_ids
-    ).update(evidence_id="erased")
-    confidence_apply(
-        target=target,
-        new=probe.confidence,
-        cause=ConfidenceCause.PERSON,
-        kind="erasure",
-        channel=Channel.PERSON,
-    )
-    details = {"before": before, "after": target.confidence}
-    if target_type == "lesson":
-        supported = LessonEvidence.objects.filter(
-            lesson_id=pk, relation=LessonEvidence.Relation.SUPPORTS
-        ).exists() or any(
-            evidence_is_positive(kind, "lesson")
-            for kind in Evidence.objects.filter(target_type="lesson", target_id=pk)
-            .exclude(pk__in=erased_posted)
-            .values_list("kind", flat=True)
-        )
-        if target.state == LessonState.ACTIVE and not supported:
-            model._default_manager.filter(pk=pk).update(
-                state=LessonState.CLAIMED, updated_at=timezone.now()
-            )
-            target.state = LessonState.CLAIMED
-            details["state"] = LessonState.CLAIMED
-        if (
-            target.state != LessonState.RETIRED
-            and target.superseded_by_id is None
-            and target.confidence < settings.CAIRN_LESSON_RETIRE_BELOW
-            and not target.pinned
-        ):
-            lesson_retire_system(
-                lesson=target,
-                actor="system:erasure",
-                reason="confidence fell below the floor once erased evidence was removed",
-            )
-            details["state"] = LessonState.RETIRED
-    audit_record(
-        workspace=workspace,
-        actor="system:erasure",
-        action="erasure.recompute",
-        target_type=target_type,
-        target_id=pk,
-        details=details,
-    )
-    return counts
 
 
 def lesson_retire_system(*, lesson: Lesson, actor: str, reason: str, now=None) -> None:

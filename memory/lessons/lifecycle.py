@@ -24,6 +24,7 @@ from memory.models import (
     ConfidenceCause,
     Lesson,
     LessonEvidence,
+    LessonScope,
     LessonSource,
     LessonState,
     RetiredBy,
@@ -355,4 +356,17 @@ def lesson_evidence_copy(
 def current_lessons(workspace: Workspace):
     return Lesson.objects.filter(workspace=workspace, superseded_by__isnull=True).exclude(
         state=LessonState.RETIRED
+    )
+
+
+def current_equivalent(
+    *, workspace: Workspace, operation_key: str, normalized_text: str, project_digest: str
+) -> Lesson | None:
+    """The live lesson saying the same thing here: this project's first, else the global one."""
+    same = current_lessons(workspace).filter(
+        operation_key=operation_key, normalized_text=normalized_text
+    )
+    return (
+        same.filter(scope=LessonScope.PROJECT, project_digest=project_digest).order_by("id").first()
+        or same.filter(scope=LessonScope.GLOBAL).order_by("id").first()
     )

@@ -19,7 +19,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from cairn.errors import ApplicationError
-from memory.core.rows import PreparedQuery, row_insert_keyed
+from memory.core.rows import row_insert_keyed
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
 from memory.identity.projects import (
@@ -28,22 +28,18 @@ from memory.identity.projects import (
     target_relativize,
 )
 from memory.identity.services import GOAL_TEXT_SETTING
+from memory.lessons.attribution import lesson_confirm_by_outcome, lesson_contradict_by_outcome
 from memory.lessons.evidence import evidence_apply, evidence_moves
-from memory.lessons.promotion import promotion_twins_exist
+from memory.lessons.evidence_links import lesson_evidence_links_cte, lesson_evidence_unlink
+from memory.lessons.in_play import InPlay, in_play_read
+from memory.lessons.mechanical import lesson_learn_mechanical
 from memory.lessons.recency import recency_mark, recency_report
+from memory.lessons.selectors import lesson_head
 from memory.lessons.self_report import (
     InPlayReport,
     in_play_ids,
     knowledge_effect,
     lesson_effect,
-)
-from memory.lessons.services import (
-    lesson_confirm_by_outcome,
-    lesson_contradict_by_outcome,
-    lesson_evidence_links_cte,
-    lesson_evidence_unlink,
-    lesson_head,
-    lesson_learn_mechanical,
 )
 from memory.lessons.verdict import (
     goal_digest,
@@ -57,7 +53,6 @@ from memory.models import (
     Channel,
     EvidenceKind,
     Knowledge,
-    KnowledgeStatus,
     Lesson,
     LessonEvidence,
     LessonState,
@@ -93,12 +88,6 @@ def goal_text_clean(goal_text) -> str:
 def _goal_text_kept(*, agent: Agent) -> bool:
     settings = Workspace.objects.filter(pk=agent.workspace_id).values_list("settings", flat=True)
     return (settings.first() or {}).get(GOAL_TEXT_SETTING) is True
-
-
-# --- the verdict ----------------------------------------------------------------------------
-
-
-# --- recording --------------------------------------------------------------------------------
 
 
 @dataclass
@@ -219,7 +208,7 @@ def outcome_record(
     # them (``_quiet``): read without a lock, they need none.
     quiet = None
     if _may_be_quiet(outcome):
-        rows = _in_play_read(outcome=outcome, locked=False)
+        rows = in_play_read(outcome=outcome, locked=False)
         foreseen = _foresee(outcome=outcome, rows=rows)
         if _quiet(rows=rows, foreseen=foreseen):
             quiet = (rows, foreseen)
@@ -289,7 +278,7 @@ def _store(
         if quiet:
             rows, foreseen = quiet
         else:
-            rows = _in_play_read(outcome=outcome)
+            rows = in_play_read(outcome=outcome)
             foreseen = _foresee(outcome=outcome, rows=rows)
         outcome.response = _body(outcome=outcome, result=foreseen, kept=kept)
         result = Attribution(confirmed=[], contradicted=[], lessons_created=[])
@@ -312,7 +301,8 @@ def _store(
         if body != outcome.response:
             outcome.response = body
             table = connection.ops.quote_name(Outcome._meta.db_table)
-            with connection.cursor() as cursor:  # the ORM's save() cost more than the write
+            # The ORM's save() costs more; even its update() costs 2.8x this (bench/results/rows.md).
+            with connection.cursor() as cursor:
                 cursor.execute(
                     f"UPDATE {table} SET response = %s WHERE id = %s",
                     [json.dumps(body), outcome.pk],
@@ -378,72 +368,6 @@ def _body(*, outcome: Outcome, result: Attribution, kept: bool) -> dict:
         ),
         "goal_text_stored": kept,
     }
-
-
-def _in_play_lessons(*, locked: bool):
-    def build(workspace_id, ids):
-        rows = Lesson.objects.filter(workspace_id=workspace_id, pk__any=ids)
-        if locked:
-            rows = rows.select_for_update(no_key=True, of=("self",))
-        return rows.annotate(twins=promotion_twins_exist()).order_by("pk")
-
-    return PreparedQuery(build, ints=("workspace_id",), lists=("ids",))
-
-
-def _in_play_knowledge():
-    def build(workspace_id, ids):
-        return (
-            Knowledge.objects.filter(
-                workspace_id=workspace_id,
-                pk__any=ids,
-                status=KnowledgeStatus.ACTIVE,
-                superseded_by__isnull=True,
-            )
-            .select_for_update(no_key=True, of=("self",))
-            .order_by("id")
-        )
-
-    return PreparedQuery(build, ints=("workspace_id",), lists=("ids",))
-
-
-# What a harness outcome had in play, read once per outcome: compiled once per process.
-_LESSONS, _LESSONS_LOCKED = _in_play_lessons(locked=False), _in_play_lessons(locked=True)
-_KNOWLEDGE_LOCKED = _in_play_knowledge()
-
-
-@dataclass
-class InPlay:
-    """The in-play rows an outcome is attributed to: lessons newest first, knowledge
-    items in id order."""
-
-    lessons: list[Lesson] = field(default_factory=list)
-    items: list[Knowledge] = field(default_factory=list)
-
-
-def _in_play_read(*, outcome: Outcome, locked: bool = True) -> InPlay:
-    """A harness outcome's in-play lessons and knowledge items, each read in one query.
-
-    ``locked`` (``FOR NO KEY UPDATE``, in id order, lessons before knowledge items: it
-    does not block other transactions' evidence links to the same rows): applying
-    evidence then needs no second read. Unlocked, for ``_quiet`` to tell whether
-    anything will be written to them at all.
-
-    Nothing is read for an agent token's outcome: it moves nothing but recency, which
-    its ``InPlayReport`` marks after the commit (memory.lessons.self_report). Nor for
-    an outcome without a verdict: it is attributed to nothing.
-    """
-    if outcome.passed is None or outcome.channel != Channel.HARNESS:
-        return InPlay()
-    ids = in_play_ids(outcome.in_play)
-    lesson_ids, knowledge_ids = sorted(ids[Lesson]), sorted(ids[Knowledge])
-    rows = InPlay()
-    if lesson_ids:
-        read = _LESSONS_LOCKED if locked else _LESSONS
-        rows.lessons = read.rows(workspace_id=outcome.workspace_id, ids=lesson_ids)
-        rows.lessons.sort(key=lambda row: (row.created_at, row.pk), reverse=True)
-    if knowledge_ids:
-        rows.items = _KNOWLEDGE_LOCKED.rows(workspace_id=outcome.workspace_id, ids=knowledge_ids)
-    return rows
 
 
 def _may_be_quiet(outcome: Outcome) -> bool:
@@ -536,7 +460,7 @@ def _attribute(*, outcome: Outcome, result: Attribution, now, rows: InPlay) -> N
     """Scoped attribution of a harness outcome: only what was in play, only on its own
     operation (``lesson_effect``, ``knowledge_effect``).
 
-    ``rows`` were read and locked by ``_in_play_read`` in this transaction. A lesson
+    ``rows`` were read and locked by ``in_play_read`` in this transaction. A lesson
     read that way is current only until weighted evidence lands on another one (a
     promotion, demotion, activation or retirement can change it): from then on each
     lesson is re-read as before. An agent token's outcome has no rows here: its

@@ -46,7 +46,7 @@ from memory.core.actors import Actor
 from memory.core.embeddings import get_embedder
 from memory.core.secrets import find_secret
 from memory.knowledge.dedup import normalised_words, overlap_coefficient
-from memory.knowledge.services import knowledge_remember
+from memory.knowledge.remember import knowledge_remember
 from memory.maintenance.judge import JudgeUnavailable, chat_complete, chat_configured
 from memory.maintenance.merge import lesson_maintain
 from memory.maintenance.runs import run_checkpoint, run_resume_cursor, run_total

@@ -34,7 +34,7 @@ from django.db import models
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Cast
 
-from memory.lessons.evidence import confidence_rebuild
+from memory.lessons.confidence_rebuild import confidence_rebuild
 from memory.models import Workspace
 from memory.privacy.derivations import (
     confidence_owners,

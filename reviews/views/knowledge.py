@@ -39,7 +39,7 @@ from memory.knowledge.services import (
     knowledge_restore,
     knowledge_update,
 )
-from memory.lessons.evidence import evidence_confirm_by_person
+from memory.lessons.posted_evidence import evidence_confirm_by_person
 from memory.models import Category, Knowledge
 from reviews.access import require_role
 from reviews.forms import KnowledgeEditForm, ReasonForm, form_errors_from

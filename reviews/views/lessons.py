@@ -1,8 +1,8 @@
 """Lessons: browse, read one with its evidence and history, and act on it.
 
 Every action is a POST by a reviewer that calls one service in
-``memory.lessons.services`` with the person as actor and their reason; the
-answer (for htmx) is the lesson's main block re-rendered, so its badges,
+``memory.lessons.lifecycle`` (a confirmation: ``evidence_confirm_by_person``) with
+the person as actor and their reason; the answer (for htmx) is the lesson's main block re-rendered, so its badges,
 actions, history and activity change in place.
 """
 
@@ -17,7 +17,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
 from memory.identity.selectors import project_labels
-from memory.lessons.evidence import evidence_confirm_by_person
 from memory.lessons.lifecycle import (
     lesson_edit,
     lesson_pin,
@@ -25,6 +24,7 @@ from memory.lessons.lifecycle import (
     lesson_retire,
     lesson_seal,
 )
+from memory.lessons.posted_evidence import evidence_confirm_by_person
 from memory.lessons.selectors import (
     LESSON_ORDERS,
     lesson_browse,

@@ -22,7 +22,7 @@ from memory.core.actors import Actor
 from memory.core.idempotency import idempotency_store, request_digest
 from memory.identity.projects import project_digest, project_label_set
 from memory.knowledge.conversations import tool_calls_log, turn_store
-from memory.knowledge.services import knowledge_remember
+from memory.knowledge.remember import knowledge_remember
 from memory.lessons.outcomes import outcome_record
 from memory.models import Agent, Channel, ProjectLabel, Workspace
 from memory.review.services import review_item_open

@@ -3,7 +3,7 @@
 import pytest
 
 from memory.core.actors import Actor
-from memory.lessons.evidence import evidence_record
+from memory.lessons.posted_evidence import evidence_record
 from memory.maintenance.judge import HeuristicJudge
 from memory.maintenance.reconcile import reconcile_workspace
 from memory.models import AuditEvent, Knowledge, Lesson, LessonState, ReviewItem

@@ -5,7 +5,8 @@ from memory.core.actors import Actor
 from memory.core.embeddings import get_embedder
 from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.dedup import _dedup_candidates, normalised_words, overlap_coefficient
-from memory.knowledge.services import knowledge_forget, knowledge_remember
+from memory.knowledge.remember import knowledge_remember
+from memory.knowledge.services import knowledge_forget
 from memory.knowledge.validation import knowledge_prepare
 from memory.models import Knowledge
 from tests.factories.identity import AgentFactory, WorkspaceFactory

@@ -7,11 +7,8 @@ from memory.core.actors import Actor
 from memory.core.embeddings import get_embedder
 from memory.knowledge.memory_block import memory_block
 from memory.knowledge.recall import knowledge_search
-from memory.knowledge.services import (
-    knowledge_forget,
-    knowledge_remember,
-    knowledge_update,
-)
+from memory.knowledge.remember import knowledge_remember
+from memory.knowledge.services import knowledge_forget, knowledge_update
 from memory.models import Knowledge
 
 pytestmark = pytest.mark.django_db

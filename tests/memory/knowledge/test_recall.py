@@ -9,7 +9,8 @@ from memory.core.actors import Actor
 from memory.core.embeddings import get_embedder
 from memory.core.local_embedder import LOCAL_MODEL_ID
 from memory.knowledge.recall import knowledge_recall, knowledge_search, recall_default_top_k
-from memory.knowledge.services import knowledge_forget, knowledge_remember, knowledge_update
+from memory.knowledge.remember import knowledge_remember
+from memory.knowledge.services import knowledge_forget, knowledge_update
 from memory.models import Knowledge
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory

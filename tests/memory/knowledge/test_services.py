@@ -9,10 +9,10 @@ from memory.core.actors import Actor
 from memory.core.embeddings import get_embedder
 from memory.core.local_embedder import LOCAL_MODEL_ID
 from memory.knowledge.recall import knowledge_search
+from memory.knowledge.remember import knowledge_remember
 from memory.knowledge.services import (
     knowledge_delete,
     knowledge_forget,
-    knowledge_remember,
     knowledge_restore,
     knowledge_update,
 )

@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 
 from memory.core.actors import Actor
+from memory.lessons.caps import lesson_caps_enforce
 from memory.lessons.decay import decay_run, knowledge_restore
 from memory.lessons.evidence import evidence_apply
-from memory.lessons.services import lesson_caps_enforce
 from memory.models import AuditEvent, ConfidenceChange, JobRun, Knowledge, Lesson, LessonState
 from memory.tasks import decay, maintenance
 from tests.factories.lessons import KnowledgeFactory, LessonFactory

@@ -7,7 +7,7 @@ import pytest
 
 from memory.core.actors import Actor
 from memory.knowledge.services import knowledge_update
-from memory.lessons.evidence import confidence_rebuild
+from memory.lessons.confidence_rebuild import confidence_rebuild
 from memory.lessons.lifecycle import lesson_edit
 from memory.models import (
     ConfidenceChange,

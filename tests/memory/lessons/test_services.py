@@ -7,7 +7,7 @@ import pytest
 
 from memory.core.actors import Actor
 from memory.lessons.lifecycle import lesson_restore, lesson_retire, lesson_text_normalize
-from memory.lessons.services import lesson_learn_mechanical
+from memory.lessons.mechanical import lesson_learn_mechanical
 from memory.models import Lesson, LessonState, Outcome
 from tests.factories.lessons import (
     SHOP,

@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from memory.core.actors import Actor
-from memory.knowledge.services import knowledge_remember
+from memory.knowledge.remember import knowledge_remember
 from memory.maintenance.consolidate import consolidate_run, sessions_due
 from memory.models import ConversationTurn, JobRun, Knowledge
 from memory.privacy.erasure import erasure_execute

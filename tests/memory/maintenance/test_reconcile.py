@@ -11,7 +11,7 @@ import pytest
 
 from memory.core.actors import Actor
 from memory.knowledge.recall import knowledge_recall
-from memory.lessons.evidence import evidence_record
+from memory.lessons.posted_evidence import evidence_record
 from memory.maintenance.judge import HeuristicJudge, JudgeUnavailable
 from memory.maintenance.reconcile import candidate_batch, reconcile_workspace
 from memory.models import (

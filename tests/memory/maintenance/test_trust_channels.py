@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from memory.core.actors import Actor
-from memory.lessons.evidence import evidence_record
+from memory.lessons.posted_evidence import evidence_record
 from memory.models import ConfidenceChange, JobRun, Knowledge, ReviewItem
 from memory.tasks import consolidate, reconcile
 from tests.factories.identity import AgentFactory, WorkspaceFactory

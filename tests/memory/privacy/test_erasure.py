@@ -283,7 +283,7 @@ def test_it_never_touches_another_workspace(populated, django_user_model):
 
 def test_it_erases_summaries_built_from_erased_turns(populated):
     from memory.core.actors import Actor
-    from memory.knowledge.services import knowledge_remember
+    from memory.knowledge.remember import knowledge_remember
 
     workspace = populated
     agent = ready_agent(workspace, "summaries")

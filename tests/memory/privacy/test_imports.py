@@ -7,7 +7,7 @@ import pytest
 
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
-from memory.lessons.evidence import evidence_record
+from memory.lessons.posted_evidence import evidence_record
 from memory.models import Evidence, Knowledge, Lesson, Outcome, SkillDelta
 from memory.privacy.datamap import TABLES
 from memory.privacy.exports import export_write
