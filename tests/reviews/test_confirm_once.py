@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from memory.core.actors import Actor
-from memory.lessons.evidence import evidence_confirm_by_person
+from memory.lessons.posted_evidence import evidence_confirm_by_person
 from memory.models import ConfidenceChange, Evidence, Knowledge
 from tests.factories.knowledge import KnowledgeFactory
 
