@@ -44,14 +44,7 @@ from memory.skills.selectors import (
 )
 from memory.skills.skillmd import section_text
 from reviews.access import actor_for, call_service, require_role
-from reviews.diffs import (
-    diff_blocks,
-    diff_counts,
-    effective_render,
-    mark_scaffolding,
-    side_by_side,
-    unified_diff,
-)
+from reviews.diffs import diff_counts, sectioned_render, side_by_side, unified_diff
 from reviews.forms import ConfirmUntrustedForm, ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
@@ -88,8 +81,8 @@ def with_previews(workspace, deltas: list) -> list:
     """Attach to each delta its preview (see ``delta_previews``) and what the card shows.
 
     - ``anchored``: the anchored section of the current base, in full;
-    - ``diff`` (scaffolding marked), ``diff_blocks`` (scaffolding folded),
-      ``diff_rows`` (side by side) and ``diff_counts`` (scaffolding not counted);
+    - ``diff`` (each learned line inside its section, see ``sectioned_render``),
+      ``diff_rows`` (the same, side by side) and ``diff_counts``;
     - ``section_change``: for stale orphans, the section's old → new text.
     """
     previews = delta_previews(workspace=workspace, deltas=list(deltas))
@@ -99,11 +92,11 @@ def with_previews(workspace, deltas: list) -> list:
         workspace=workspace, ids=[d.anchor_version_id for d in deltas if _is_stale(d)]
     )
     for delta in deltas:
-        after = effective_render(delta.preview["with"])
-        delta.diff = mark_scaffolding(
-            unified_diff(effective_render(delta.preview["without"]), after), after=after
+        body = delta.skill.current_version.body
+        delta.diff = unified_diff(
+            sectioned_render(delta.preview["without"], base_body=body),
+            sectioned_render(delta.preview["with"], base_body=body),
         )
-        delta.diff_blocks = diff_blocks(delta.diff)
         delta.diff_rows = side_by_side(delta.diff)
         delta.diff_counts = diff_counts(delta.diff)
         delta.anchored = section_text(delta.skill.current_version.body, delta.anchor_section)

@@ -45,9 +45,12 @@ def test_a_reviewer_approves_a_staged_delta_from_its_diff(login, live_server, wo
     expect(
         added.filter(has_text="- Escalate anything from the CFO after 48 hours, not 72.")
     ).to_be_visible()
-    # The Learned-adjustments scaffolding is folded; the anchored section is shown in full.
-    expect(added.filter(has_text="## Learned adjustments")).to_be_hidden()
-    expect(card.locator(".dl.fold-note")).to_be_visible()
+    # The learned line sits inside its own section, which the hunk names; the anchored
+    # section is shown in full.
+    expect(card.locator(".diff .unified .hunk-section").first).to_have_text("## Escalation")
+    card.locator(".split-toggle").check()
+    expect(card.locator(".diff .split .hunk-section").first).to_have_text("## Escalation")
+    card.locator(".split-toggle").uncheck()
     expect(card.locator(".anchored .section-text")).to_contain_text("## Escalation")
     expect(
         card.locator(".diff .dl.ctx").filter(has_text="Keep replies short and polite.")
