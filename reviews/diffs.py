@@ -12,6 +12,8 @@ heading on every hunk.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import re
 from dataclasses import dataclass, replace
 from itertools import zip_longest
@@ -178,3 +180,9 @@ def diff_counts(lines: list[DiffLine]) -> dict[str, int]:
         "added": sum(1 for line in lines if line.kind == "add"),
         "removed": sum(1 for line in lines if line.kind == "del"),
     }
+
+
+def diff_digest(lines: list[DiffLine]) -> str:
+    """A digest of a diff as shown: what a decision records and a form posts back."""
+    shown = [[line.kind, line.text, line.old, line.new, line.section] for line in lines]
+    return hashlib.sha256(json.dumps(shown, ensure_ascii=False).encode()).hexdigest()

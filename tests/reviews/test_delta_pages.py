@@ -206,3 +206,102 @@ def test_a_stale_orphan_shows_how_its_section_changed(viewer, agent, person, wor
     assert '<div class="dl del"' in change and "follow-up window" in change
     assert '<div class="dl add"' in change and "one business day" in change
     assert change.index("follow-up window") < change.index("one business day")
+
+
+# --- the diff a decision was made on ----------------------------------------------------
+
+
+@pytest.fixture
+def reviewer_client(member_client, workspace):
+    return member_client(workspace=workspace, role="reviewer")
+
+
+def _seen_digest(client, pk: int) -> str:
+    import re
+
+    html = client.get("/deltas/staged/").content.decode()
+    return re.search(
+        rf'action="/deltas/staged/{pk}/approve/".*?name="seen" value="([0-9a-f]{{64}})"',
+        html,
+        re.S,
+    ).group(1)
+
+
+def test_a_decision_keeps_the_diff_shown_and_the_page_shows_it_after_the_skill_moves_on(
+    reviewer_client, agent, workspace
+):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    seen = _seen_digest(reviewer_client, delta.pk)
+    response = reviewer_client.post(
+        f"/deltas/staged/{delta.pk}/approve/", {"reason": "as asked", "seen": seen}, **HX
+    )
+    assert response.status_code == 200
+    delta = SkillDelta.objects.get(pk=delta.pk)
+    assert delta.status == "active"
+    assert delta.decision_seen["digest"] == seen
+    assert delta.decision_seen["version"] == "1.0.0" and delta.decision_seen["with"] == [delta.pk]
+
+    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    assert 'data-testid="decided-diff"' in html and 'data-testid="moved-on"' not in html
+
+    register_v2(workspace)  # the skill moves on: the delta is orphaned, the base rewritten
+    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    decided = html[
+        html.index('data-testid="decided-diff"') : html.index(
+            "</figure>", html.index('data-testid="decided-diff"')
+        )
+    ]
+    assert "effective <b>triage-inbox</b> 1.0.0" in decided
+    assert "The skill has moved on since" in decided
+    assert '<b class="hunk-section">## Escalation</b>' in decided
+    assert "after 48 hours, not 72." in decided
+
+
+def test_a_decision_on_a_diff_that_changed_meanwhile_is_refused(reviewer_client, agent, person):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    seen = _seen_digest(reviewer_client, delta.pk)
+    # Someone approves another line in the same section before this decision is posted.
+    other = propose(agent, "Name the thread's age when escalating.")
+    delta_approve(delta=other, actor=person, reason="ok")
+    response = reviewer_client.post(
+        f"/deltas/staged/{delta.pk}/approve/", {"reason": "as asked", "seen": seen}, **HX
+    )
+    assert response.status_code == 422
+    assert "changed since this card was shown" in response.content.decode()
+    assert SkillDelta.objects.get(pk=delta.pk).status == "staged"
+
+
+def test_a_rejection_keeps_its_diff_too(reviewer_client, agent):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Keep replies short.", section="drafting-replies")
+    reviewer_client.post(f"/deltas/staged/{delta.pk}/reject/", {"reason": "too broad"}, **HX)
+    delta = SkillDelta.objects.get(pk=delta.pk)
+    assert delta.status == "archived" and delta.decision_seen["digest"]
+    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    assert 'data-testid="decided-diff"' in html and "## Drafting replies" in html
+
+
+def test_the_delta_page_has_one_h1_and_approves_and_rejects(reviewer_client, agent):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    assert html.count("<h1") == 1
+    assert f'action="/deltas/staged/{delta.pk}/approve/"' in html
+    assert f'action="/deltas/staged/{delta.pk}/reject/"' in html
+    response = reviewer_client.post(
+        f"/deltas/staged/{delta.pk}/approve/", {"reason": "fine", "back": "detail"}
+    )
+    assert response.status_code == 303 and response["Location"] == f"/deltas/{delta.pk}/"
+    assert SkillDelta.objects.get(pk=delta.pk).status == "active"
+
+
+def test_a_viewer_sees_no_decision_forms_on_the_delta_page(viewer, agent):
+    delta = propose(agent)
+    html = viewer.get(f"/deltas/{delta.pk}/").content.decode()
+    assert 'data-testid="detail-actions"' not in html
