@@ -300,6 +300,8 @@ CAIRN_UI_PAGE_SIZE = envint("CAIRN_UI_PAGE_SIZE", 50)
 CAIRN_UI_PAGE_SIZE_MAX = 200
 # Running and queued job rows re-fetch themselves this often (seconds).
 CAIRN_UI_JOB_POLL_S = 2
+# Queue counters and badges refresh themselves this often while a page is open (seconds).
+CAIRN_UI_COUNTS_POLL_S = envint("CAIRN_UI_COUNTS_POLL_S", 20)
 # The dashboard's trend charts cover this many days.
 CAIRN_UI_CHART_DAYS = 14
 # Filter suggestions (job kinds, audit actions) come from this many recent rows,

@@ -28,6 +28,7 @@ urlpatterns = [
     path("", dashboard.home, name="home"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("workspace/switch/", dashboard.switch_workspace, name="switch_workspace"),
+    path("counts/", dashboard.counts, name="counts"),
     path("workspace/settings/", settings.workspace_settings, name="workspace_settings"),
     path(
         "workspace/settings/save/", settings.workspace_settings_save, name="workspace_settings_save"

@@ -298,6 +298,17 @@ def user_create(*, workspace: Workspace, username: str, role: str, password: str
     return user, generated
 
 
+def membership_get_by_name(*, user, workspace_name: str) -> Membership | None:
+    """The person's membership in the workspace called ``workspace_name``, or None."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return (
+        Membership.objects.select_related("workspace")
+        .filter(user=user, workspace__name=workspace_name)
+        .first()
+    )
+
+
 def membership_get(*, user, workspace_id: int | None = None) -> Membership | None:
     if not getattr(user, "is_authenticated", False):
         return None

@@ -164,6 +164,7 @@ def _queue_context(request, *, status: str, url_name: str, ordering) -> dict:
     return {
         "page": page,
         "total": queryset.count(),
+        "queue_status": status,
         "filter_skill": filters["skill"],
         "filter_agent": filters["agent"],
         "filter_kind": filters["kind"],

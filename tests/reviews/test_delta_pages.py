@@ -15,6 +15,7 @@ from tests.factories.skills import (
 from tests.factories.skills import (
     reviewer as make_reviewer,
 )
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -94,12 +95,15 @@ def test_the_page_needs_a_login(client, agent):
 def test_cards_the_skill_page_and_the_audit_log_link_to_the_delta_page(viewer, agent, person):
     delta = propose(agent)
     link = f'href="/deltas/{delta.pk}/"'
-    assert link in viewer.get("/deltas/staged/").content.decode()
+    assert link in without_ws(viewer.get("/deltas/staged/").content.decode())
     delta_approve(delta=delta, actor=person, reason="ok")
     skill_page = viewer.get(f"/skills/triage-inbox/?agent={agent.pk}").content.decode()
-    assert link in skill_page
+    assert link in without_ws(skill_page)
     audit = viewer.get("/audit/").content.decode()
-    assert f'<a href="/deltas/{delta.pk}/">delta #{delta.pk}</a> to skill triage-inbox' in audit
+    assert (
+        f'<a href="/deltas/{delta.pk}/">delta #{delta.pk}</a> to skill triage-inbox'
+        in without_ws(audit)
+    )
 
 
 # --- the Decided lists ----------------------------------------------------------------
@@ -131,7 +135,7 @@ def test_decided_filters_by_decision_person_and_skill(viewer, agent, person, wor
     delta_reject(delta=rejected, actor=other_person, reason="no")
 
     def shown(query: str) -> set[int]:
-        html = viewer.get(f"/deltas/staged/decided/?{query}", **HX).content.decode()
+        html = without_ws(viewer.get(f"/deltas/staged/decided/?{query}", **HX).content.decode())
         return {pk for pk in (approved.pk, rejected.pk) if f'href="/deltas/{pk}/"' in html}
 
     assert shown("") == {approved.pk, rejected.pk}
@@ -159,7 +163,7 @@ def test_each_queue_lists_only_what_left_it(viewer, agent, person, workspace):
     delta_reapprove(deltas=[orphan], actor=person, reason="still right")
 
     def ids(queue: str) -> set[int]:
-        html = viewer.get(f"/deltas/{queue}/decided/").content.decode()
+        html = without_ws(viewer.get(f"/deltas/{queue}/decided/").content.decode())
         return {d.pk for d in (staged, untrusted, orphan) if f'href="/deltas/{d.pk}/"' in html}
 
     assert ids("staged") == {staged.pk, orphan.pk}  # orphan was approved from staged first

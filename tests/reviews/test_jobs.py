@@ -95,7 +95,7 @@ def test_running_and_queued_rows_poll_and_finished_rows_do_not(viewer, workspace
         start = html.index(f'<tr id="job-{run.pk}"')
         return html[start : html.index(">", start)]
 
-    assert f'hx-get="/jobs/{running.pk}/" hx-trigger="every 2s"' in row(running)
+    assert f'hx-get="/jobs/{running.pk}/?ws={workspace.name}" hx-trigger="every 2s"' in row(running)
     assert 'hx-trigger="every 2s"' in row(queued)
     assert "hx-trigger" not in row(done)
     assert '<progress max="100" value="30"' in html
@@ -126,7 +126,8 @@ def test_the_detail_page_shows_the_whole_run(viewer, workspace):
     response = viewer.get(f"/jobs/{run.pk}/")
     html = response.content.decode()
     assert response.status_code == 200 and "<html" in html
-    assert 'id="job-detail"' in html and "hx-trigger" not in html
+    section = html[html.index('<section class="card" id="job-detail"') :]
+    assert "hx-trigger" not in section[: section.index(">")]
     assert "Traceback (most recent call last):" in html and "&#x27;days&#x27;: 30" in html
     # Its own poller asks for the detail card, not the row.
     running = JobRunFactory(workspace=workspace, status="running", started_at=timezone.now())

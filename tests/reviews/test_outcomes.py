@@ -6,6 +6,7 @@ from memory.models import Outcome
 from tests.factories.identity import AgentFactory, WorkspaceFactory
 from tests.factories.lessons import BLOG, LessonFactory, check, digest, step
 from tests.factories.review import LessonEvidenceFactory, OutcomeFactory
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -113,10 +114,19 @@ def test_a_turn_links_what_it_confirmed_contradicted_and_taught(viewer, workspac
     )
     LessonEvidenceFactory(lesson=confirmed, outcome=outcome)
     html = viewer.get(f"/outcomes/{outcome.pk}/").content.decode()
-    assert f'<a class="chip ok" href="/lessons/{confirmed.pk}/">lesson #{confirmed.pk}</a>' in html
-    assert f'<a class="chip new" href="/lessons/{learned.pk}/">lesson #{learned.pk}</a>' in html
-    assert '<a class="chip bad" href="/knowledge/7/">knowledge #7</a>' in html
-    assert f'href="/lessons/{confirmed.pk}/">#{confirmed.pk} Run pytest from the root.</a>' in html
+    assert (
+        f'<a class="chip ok" href="/lessons/{confirmed.pk}/">lesson #{confirmed.pk}</a>'
+        in without_ws(html)
+    )
+    assert (
+        f'<a class="chip new" href="/lessons/{learned.pk}/">lesson #{learned.pk}</a>'
+        in without_ws(html)
+    )
+    assert '<a class="chip bad" href="/knowledge/7/">knowledge #7</a>' in without_ws(html)
+    assert (
+        f'href="/lessons/{confirmed.pk}/">#{confirmed.pk} Run pytest from the root.</a>'
+        in without_ws(html)
+    )
 
 
 def test_an_unverified_turn_says_nothing_was_confirmed(viewer, workspace):

@@ -44,7 +44,7 @@ def _cards(html: str) -> list[int]:
 def test_the_queue_says_how_many_wait_and_pages_do_not_hide_it(reviewer, agent):
     bulk_deltas(agent, 7)
     html = reviewer.get("/deltas/staged/?size=5").content.decode()
-    assert "<b>7</b> waiting · 5 on this page" in html
+    assert '<b id="queue-total-staged">7</b> waiting · 5 on this page' in html
     assert len(_cards(html)) == 5
 
 

@@ -14,6 +14,7 @@ from tests.factories.skills import (
     learning_agent,
     propose,
 )
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -357,7 +358,7 @@ def test_the_ledger_shows_where_each_sample_came_from_and_links_the_outcome(revi
     )
     card = _card(reviewer.get("/deltas/staged/").content.decode(), delta.pk)
     # The backing outcome of the provenance is a sample too only if the delta was in play.
-    assert f'href="/outcomes/{body["id"]}/"' in card
+    assert f'href="/outcomes/{body["id"]}/"' in without_ws(card)
     assert f"outcome #{body['id']}" in card
     assert "from harness feedback <code>undo-7</code>" in card
     assert "negative" in card and "positive" in card
