@@ -119,7 +119,5 @@ def agents_token_revoke(request, pk: int):
     if wants_fragment(request):
         # The row, and out of band the agent's "N active tokens" line and the counters.
         agent = agent_get(workspace=request.workspace, pk=token.agent_id)
-        return render_action(
-            request, f"{TEMPLATE}#token_revoked", {"token": token, "agent": agent}
-        )
+        return render_action(request, f"{TEMPLATE}#token_revoked", {"token": token, "agent": agent})
     return redirect_back("reviews:agents")
