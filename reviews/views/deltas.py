@@ -117,6 +117,7 @@ def with_previews(workspace, deltas: list) -> list:
             else None
         )
         delta.group_key = (delta.skill_id, delta.anchor_version_id)
+        delta.is_stale = _is_stale(delta)
     return deltas
 
 
@@ -519,15 +520,27 @@ def orphans_reapprove(request):
         .order_by("id")
     }
     with_previews(request.workspace, list(found.values()))
+    # A stale orphan's section was rewritten: one shared reason cannot say it was read
+    # against the new text, so it is re-approved only on its own card.
+    stale = [d for d in found.values() if d.is_stale]
     try:
         result = delta_reapprove(
-            deltas=list(found.values()),
+            deltas=[d for d in found.values() if not d.is_stale],
             actor=actor_for(request),
             reason=form.cleaned_data["reason"],
             seen={pk: d.seen for pk, d in found.items()},
         )
     except ApplicationError as exc:
         raise PermissionDenied(exc.message) from exc  # the role check is its only refusal
+    result["refused"] += [
+        {
+            "id": d.pk,
+            "code": "stale_one_by_one",
+            "message": "its section was rewritten: re-approve it on its own, "
+            "after reading it against the new text",
+        }
+        for d in stale
+    ]
     report = _report(request, ids=ids, found=found, result=result)
     summary = f"Re-approved {len(report['reapproved'])} of {len(ids)}"
     if report["stale"]:
