@@ -2,6 +2,16 @@
 // toasts, select-all for bulk forms, and keyboard shortcuts. No framework, no build step.
 (function () {
   "use strict";
+  // Phones fold the nav behind a Menu button (only once this script runs: without
+  // JavaScript the nav stays open).
+  document.documentElement.classList.add("js");
+  document.addEventListener("click", function (event) {
+    const toggle = event.target.closest(".menu-toggle");
+    if (!toggle) return;
+    const bar = toggle.closest(".topbar");
+    const open = bar.classList.toggle("nav-open");
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
 
   const TOAST_MS = 6000;
 
