@@ -12,6 +12,7 @@ from reviews.views import (
     jobs,
     knowledge,
     lessons,
+    members,
     outcomes,
     privacy,
     projects,
@@ -29,6 +30,10 @@ urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("workspace/switch/", dashboard.switch_workspace, name="switch_workspace"),
     path("counts/", dashboard.counts, name="counts"),
+    path("members/", members.members, name="members"),
+    path("members/add/", members.members_add, name="members_add"),
+    path("members/<int:pk>/role/", members.members_role, name="members_role"),
+    path("members/<int:pk>/remove/", members.members_remove, name="members_remove"),
     path("workspace/settings/", settings.workspace_settings, name="workspace_settings"),
     path(
         "workspace/settings/save/", settings.workspace_settings_save, name="workspace_settings_save"

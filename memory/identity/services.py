@@ -318,11 +318,14 @@ def membership_get(*, user, workspace_id: int | None = None) -> Membership | Non
     return qs.order_by("workspace__name").first()
 
 
-# Workspace settings a person may change in the review UI: name → what it does. Other
-# settings (auto_approve_user_instruction) are set by an operator, not here.
+# Workspace settings an admin may change in the review UI: name → what it does.
 GOAL_TEXT_SETTING = "store_goal_text"
+AUTO_APPROVE_SETTING = "auto_approve_user_instruction"
 WORKSPACE_SETTINGS_EDITABLE = {
     GOAL_TEXT_SETTING: "Keep the goal text a harness sends with an outcome (off: only its digest).",
+    AUTO_APPROVE_SETTING: "Approve a learned change at once when it comes from a person's own "
+    "instruction (a cited user turn the harness recorded) and the injection scan found "
+    "nothing; untrusted or evidence-based changes still wait for a reviewer.",
 }
 
 

@@ -14,6 +14,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from memory.identity.selectors import agent_list
 from memory.models import DeltaStatus
 from memory.skills.decisions import decision_rebuild
 from memory.skills.selectors import (
@@ -153,6 +154,8 @@ def _decided(request, queue: str):
         "queue_title": QUEUE_TITLES[queue],
         "queue_url": reverse(f"reviews:{queue}"),
         "decisions": DECISIONS,
+        # A callable: only the full page (its filter form) lists the agents.
+        "agents": lambda: agent_list(workspace=request.workspace).values("id", "name"),
         "filtered": any(v not in ("", None) for v in filters.values()),
         "list_url": list_url,
     }

@@ -87,6 +87,41 @@
     if (event.target.matches("input[type=checkbox]")) syncChecks();
   });
 
+  // A typed reason survives a login: it is kept in this tab's sessionStorage (keyed by
+  // the form's action) while typed, put back when the form is on a page again, and
+  // forgotten once the server has accepted the form.
+  const DRAFT = "cairn-reason:";
+  document.addEventListener("input", function (event) {
+    const field = event.target;
+    if (!field.matches || !field.matches("form[action] input[name=reason]")) return;
+    try { sessionStorage.setItem(DRAFT + field.form.getAttribute("action"), field.value); } catch (e) { /* storage off */ }
+  });
+  function restoreDrafts() {
+    document.querySelectorAll("form[action] input[name=reason]").forEach(function (field) {
+      let saved = null;
+      try { saved = sessionStorage.getItem(DRAFT + field.form.getAttribute("action")); } catch (e) { return; }
+      if (!saved || field.value) return;
+      field.value = saved;
+      const details = field.closest("details");
+      if (details) details.open = true;
+    });
+  }
+  document.addEventListener("htmx:afterRequest", function (event) {
+    const form = event.detail.elt && event.detail.elt.closest && event.detail.elt.closest("form[action]");
+    const xhr = event.detail.xhr;
+    if (!form || !xhr || xhr.status >= 300 || xhr.getResponseHeader("HX-Redirect")) return;
+    try { sessionStorage.removeItem(DRAFT + form.getAttribute("action")); } catch (e) { /* storage off */ }
+  });
+  document.addEventListener("submit", function (event) {
+    // A plain (non-htmx) form leaves the page: keep the draft until the answer shows
+    // the form is gone (then nothing restores it) or a login brings it back.
+    const form = event.target;
+    if (form.hasAttribute("hx-post")) return;
+    const field = form.querySelector("input[name=reason]");
+    if (field) { try { sessionStorage.setItem(DRAFT + form.getAttribute("action"), field.value); } catch (e) { /* storage off */ } }
+  });
+  document.addEventListener("DOMContentLoaded", restoreDrafts);
+
   document.addEventListener("htmx:afterSettle", function () { armToasts(); syncChecks(); });
   document.addEventListener("htmx:oobAfterSwap", function () { armToasts(); });
   document.addEventListener("DOMContentLoaded", function () { armToasts(); syncChecks(); });

@@ -179,3 +179,63 @@ def test_on_a_phone_the_header_folds_and_the_approve_form_never_covers_its_card(
     assert not covered
     form = card.locator("details[open] .confirm-form").bounding_box()
     assert form["x"] >= 0 and form["x"] + form["width"] <= 361
+
+
+def test_a_typed_reason_survives_a_login_redirect(login, live_server, workspace, width):
+    agent = learning_agent(workspace, name="gaia/chat")
+    delta = propose(agent, "Escalate after 48 hours.")
+    page = login(workspace=workspace, role="reviewer", username="rita")
+    page.goto(f"{live_server.url}/deltas/staged/")
+    card = page.locator(f"#delta-{delta.pk}")
+    card.locator("summary", has_text="Approve").click()
+    card.locator("details[open] input[name=reason]").fill("matches what the user said in turn 12")
+    page.context.clear_cookies()  # the session ends while the person types
+    card.get_by_role("button", name="Approve delta").click()
+    page.wait_for_url(f"{live_server.url}/login/**")
+    page.fill("#id_username", "rita")
+    page.fill("#id_password", "pw-browser-1")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/deltas/staged/")
+    reason = page.locator(f"#delta-{delta.pk} details[open] input[name=reason]")
+    expect(reason).to_have_value("matches what the user said in turn 12")
+    page.locator(f"#delta-{delta.pk}").get_by_role("button", name="Approve delta").click()
+    expect(page.locator(f"#delta-{delta.pk}")).to_have_count(0)
+    page.reload()
+    expect(page.locator("body")).not_to_contain_text("matches what the user said")
+
+
+def test_an_admin_adds_a_member_who_logs_in_with_the_one_time_password(
+    browser, login, live_server, workspace, width
+):
+    page = login(workspace=workspace, role="admin")
+    page.goto(f"{live_server.url}/members/")
+    expect(page.locator("h1")).to_have_text("Members")
+    page.fill("#member-username", "newbie")
+    page.select_option("#member-role", "reviewer")
+    page.get_by_role("button", name="Add", exact=True).click()
+    password = page.get_by_test_id("one-time-password").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    other = browser.new_context(viewport={"width": width, "height": 800})
+    them = other.new_page()
+    them.goto(f"{live_server.url}/login/")
+    them.fill("#id_username", "newbie")
+    them.fill("#id_password", password)
+    them.click("button[type=submit]")
+    them.wait_for_url(f"{live_server.url}/dashboard/")
+    expect(them.locator(".badge.role")).to_have_text("reviewer")
+    other.close()
+
+
+def test_prune_asks_before_it_deletes(login, live_server, workspace, width):
+    from memory.models import JobRun
+
+    page = login(workspace=workspace, role="admin")
+    page.goto(f"{live_server.url}/jobs/")
+    expect(page.get_by_test_id("describe-prune")).to_contain_text("for good")
+    page.get_by_test_id("run-prune").click()
+    page.get_by_test_id("run-prune-confirm").click()  # the checkbox is required: nothing sent
+    assert not JobRun.objects.filter(kind="prune").exists()
+    page.locator("details[open] input[name=confirm]").check()
+    page.get_by_test_id("run-prune-confirm").click()
+    expect(page.locator("#toasts")).to_contain_text("queued")
+    assert JobRun.objects.filter(kind="prune").count() == 1

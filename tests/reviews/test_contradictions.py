@@ -79,7 +79,7 @@ def test_keep_a_retires_b_and_updates_the_counter(reviewer, item):
     assert html.lstrip().startswith(
         f'<article class="card review-item status-resolved" id="item-{item.pk}"'
     )
-    assert "Resolved: <strong>keep a</strong>" in html and "“v2 is what CI runs”" in html
+    assert "Resolved: <strong>kept A, retired B</strong>" in html and "“v2 is what CI runs”" in html
     assert 'hx-swap-oob="true"' in html and 'class="count zero" id="nav-contradictions"' in html
     item.refresh_from_db()
     assert item.status == "resolved"

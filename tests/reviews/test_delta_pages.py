@@ -150,6 +150,11 @@ def test_decided_filters_by_decision_person_and_skill(viewer, agent, person, wor
         "No decisions match these filters"
         in viewer.get("/deltas/staged/decided/?skill=nope").content.decode()
     )
+    # The agent filter is on the page (a select naming each agent), and it filters.
+    page = viewer.get(f"/deltas/staged/decided/?agent={agent.pk}").content.decode()
+    assert f'<option value="{agent.pk}" selected>gaia/chat</option>' in page
+    other = learning_agent(workspace, name="other-bot", register=False)
+    assert shown(f"agent={other.pk}") == set()
 
 
 def test_each_queue_lists_only_what_left_it(viewer, agent, person, workspace):

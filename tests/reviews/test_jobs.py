@@ -251,3 +251,21 @@ def test_run_now_needs_the_csrf_token(member_client, workspace, client):
     admin.handler.enforce_csrf_checks = True
     assert admin.post("/jobs/run/decay/").status_code == 403
     assert not JobRun.objects.exists()
+
+
+def test_run_now_describes_each_job_and_prune_needs_a_confirmation(member_client, workspace):
+    from memory.models import JobRun
+
+    admin = member_client(workspace=workspace, role="admin")
+    html = admin.get("/jobs/").content.decode()
+    assert 'data-testid="describe-prune"' in html and "for good" in html
+    assert 'data-testid="describe-decay"' in html and "Pinned items are exempt" in html
+    assert 'name="confirm" value="yes" required' in html
+    response = admin.post("/jobs/run/prune/", follow=True)
+    assert "deletes data for good" in response.content.decode()
+    assert not JobRun.objects.filter(kind="prune", workspace=workspace).exists()
+    admin.post("/jobs/run/prune/", {"confirm": "yes"})
+    assert JobRun.objects.filter(kind="prune", workspace=workspace).count() == 1
+    # Other jobs run on one click, as before.
+    admin.post("/jobs/run/decay/")
+    assert JobRun.objects.filter(kind="decay", workspace=workspace).count() == 1
