@@ -182,6 +182,16 @@ def diff_counts(lines: list[DiffLine]) -> dict[str, int]:
     }
 
 
+def change_digest(lines: list[DiffLine], *, version: str) -> str:
+    """A digest of what a diff changes (its added and removed lines) on ``version``: the
+    form posts it back, and an approval is refused if the change is no longer this one.
+    Context lines are left out: another line approved elsewhere in the skill moves them
+    without changing what this decision does."""
+    changed = [[line.kind, line.text] for line in lines if line.kind in ("add", "del")]
+    payload = json.dumps([version, changed], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
 def diff_digest(lines: list[DiffLine]) -> str:
     """A digest of a diff as shown: what a decision records and a form posts back."""
     shown = [[line.kind, line.text, line.old, line.new, line.section] for line in lines]

@@ -98,7 +98,7 @@ def _decided_diff(delta) -> dict | None:
         "counts": diff_counts(lines),
         "exact": diff_digest(lines) == seen.get("digest") and not rebuilt["missing"],
         "moved_on": rebuilt["version"].pk != delta.skill.current_version_id
-        or seen.get("digest") != delta.seen_digest,
+        or seen.get("digest") != diff_digest(delta.diff),
     }
 
 

@@ -46,6 +46,7 @@ from memory.skills.selectors import (
 from memory.skills.skillmd import section_text
 from reviews.access import actor_for, call_service, require_role
 from reviews.diffs import (
+    change_digest,
     diff_counts,
     diff_digest,
     sectioned_render,
@@ -90,8 +91,8 @@ def with_previews(workspace, deltas: list) -> list:
     - ``anchored``: the anchored section of the current base, in full;
     - ``diff`` (each learned line inside its section, see ``sectioned_render``),
       ``diff_rows`` (the same, side by side) and ``diff_counts``;
-    - ``seen_digest`` and ``seen``: that diff's digest and the record a decision
-      keeps of it (``memory.skills.decisions``);
+    - ``seen_digest``: what the diff changes, posted back by the decision forms;
+      ``seen``: the record a decision keeps of the whole diff (``memory.skills.decisions``);
     - ``section_change``: for stale orphans, the section's old → new text.
     """
     previews = delta_previews(workspace=workspace, deltas=list(deltas))
@@ -108,8 +109,10 @@ def with_previews(workspace, deltas: list) -> list:
         )
         delta.diff_rows = side_by_side(delta.diff)
         delta.diff_counts = diff_counts(delta.diff)
-        delta.seen_digest = diff_digest(delta.diff)
-        delta.seen = decision_seen_of(delta=delta, preview=delta.preview, digest=delta.seen_digest)
+        delta.seen_digest = change_digest(delta.diff, version=delta.preview["with"]["version"])
+        delta.seen = decision_seen_of(
+            delta=delta, preview=delta.preview, digest=diff_digest(delta.diff)
+        )
         delta.anchored = section_text(delta.skill.current_version.body, delta.anchor_section)
         delta.section_change = (
             _section_change(delta, old_bodies.get(delta.anchor_version_id))
@@ -245,8 +248,8 @@ def _act(
     2. A bad form re-renders the card with the error (422), or redirects with it.
     3. A delta no longer in this queue (someone else acted) leaves the queue
        with a note; nothing is changed.
-    4. The diff is rebuilt now; if the form names another one than the diff the
-       person was shown (the skill or its active deltas changed meanwhile), the
+    4. The diff is rebuilt now; if an approval names another change than the one
+       the person was shown (a new skill version, or the same lines changed), the
        card comes back with the new diff and nothing is decided (422).
     5. A refusal by the service (e.g. not enough evidence) re-renders the card
        with its message (422); a role refusal is a 403.
@@ -280,7 +283,8 @@ def _act(
         return removed()
     with_previews(request.workspace, [delta])
     posted = request.POST.get("seen", "")
-    if posted and posted != delta.seen_digest:
+    # Only a decision that makes the change live needs it to be the change shown.
+    if posted and action not in ("reject", "discard") and posted != delta.seen_digest:
         return refused(
             "The skill or its learned lines changed since this card was shown; "
             "read the diff again, then decide."

