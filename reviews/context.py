@@ -76,4 +76,5 @@ def workspace(request):
         "ws_query": "?" + urlencode({WORKSPACE_PARAM: membership.workspace.name}),
         "workspace_switched": getattr(request, "workspace_switched", None),
         "counts_poll_s": settings.CAIRN_UI_COUNTS_POLL_S,
+        "docs_url": settings.CAIRN_DOCS_URL.rstrip("/") + "/",
     }

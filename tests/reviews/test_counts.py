@@ -81,3 +81,23 @@ def test_revoking_a_token_updates_the_agents_active_token_line(member_client, wo
     )
     assert meta and "1 active token ·" in meta.group(1)
     assert _oob(html, "nav-active-tokens") == "1" and _oob(html, "dash-active-tokens") == "1"
+
+
+@pytest.mark.parametrize(
+    "path, page",
+    [
+        ("/deltas/staged/", "guides/review-queue/"),
+        ("/deltas/quarantine/", "concepts/deltas-and-consent/"),
+        ("/deltas/orphans/", "guides/review-queue/"),
+        ("/contradictions/", "concepts/lessons/"),
+    ],
+)
+def test_every_empty_queue_says_what_fills_it_and_links_the_docs(
+    member_client, workspace, settings, path, page
+):
+    settings.CAIRN_DOCS_URL = "https://docs.example.org/cairn"
+    viewer = member_client(workspace=workspace, role="viewer")
+    html = viewer.get(path).content.decode()
+    empty = html[html.index("empty-state") :]
+    assert f'href="https://docs.example.org/cairn/{page}" data-testid="docs-link"' in empty
+    assert "POST /api/v1/" in empty or "reconcile job" in empty  # what fills it
