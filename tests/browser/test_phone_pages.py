@@ -32,6 +32,8 @@ LISTS = [
     "/exports/",
     "/erasures/",
     "/webhooks/",
+    "/members/",
+    "/search/?q=pytest",
 ]
 
 
