@@ -66,7 +66,7 @@ def test_resolved_items_are_under_their_own_tab(viewer, workspace, item):
     )
     assert f'id="item-{item.pk}"' not in viewer.get("/contradictions/", **HX).content.decode()
     resolved = viewer.get("/contradictions/?status=resolved", **HX).content.decode()
-    assert f'id="item-{item.pk}"' in resolved and "keep both" in resolved
+    assert f'id="item-{item.pk}"' in resolved and "kept both" in resolved
     assert f'id="item-{item.pk}"' in viewer.get("/contradictions/?status=all").content.decode()
 
 
@@ -216,7 +216,7 @@ def test_edit_into_one_writes_a_new_version_and_archives_the_other(reviewer, wor
     assert response.status_code == 422 and "Write the one text" in response.content.decode()
     merged = "The nightly backup job writes to bucket cairn-backups-v2"
     response = reviewer.post(url, {"reason": "bucket was renamed", "text": merged}, **HX)
-    assert response.status_code == 200 and "edit into one" in response.content.decode()
+    assert response.status_code == 200 and "edited into one" in response.content.decode()
     review.refresh_from_db()
     assert (review.status, review.resolution) == ("resolved", "edit")
     a, b = (Knowledge.objects.get(pk=review.a_id), Knowledge.objects.get(pk=review.b_id))
