@@ -122,6 +122,15 @@
   });
   document.addEventListener("DOMContentLoaded", restoreDrafts);
 
+  // A toast about a job ("queued") ends with its job: a finished job's section carries
+  // data-job-done naming the toast's tag.
+  function endJobToasts() {
+    document.querySelectorAll("[data-job-done]").forEach(function (done) {
+      document.querySelectorAll(".toast." + CSS.escape(done.getAttribute("data-job-done"))).forEach(function (t) { t.remove(); });
+    });
+  }
+  document.addEventListener("htmx:afterSettle", endJobToasts);
+  document.addEventListener("DOMContentLoaded", endJobToasts);
   document.addEventListener("htmx:afterSettle", function () { armToasts(); syncChecks(); });
   document.addEventListener("htmx:oobAfterSwap", function () { armToasts(); });
   document.addEventListener("DOMContentLoaded", function () { armToasts(); syncChecks(); });
