@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 
 install: $(STAMP)
 
-run: $(STAMP)
+# The docs site is built first: the review UI links its help pages under /docs/.
+run: $(STAMP) docs
 	bin/cairn-run
 
 # Runs the whole suite against real services: the embedded PostgreSQL+pgvector

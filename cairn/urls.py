@@ -1,9 +1,10 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agents.apis.health import HealthApi, HealthSlashApi
+from cairn.docs_site import docs_page
 from reviews.views.login import LandingLoginView
 
 urlpatterns = [
@@ -13,6 +14,7 @@ urlpatterns = [
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/v1/", include("agents.urls")),
     path("admin/", admin.site.urls),
+    re_path(r"^docs/(?P<path>.*)$", docs_page, name="docs-site"),
     path("login/", LandingLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("reviews.urls")),

@@ -8,13 +8,46 @@ from typing import TypeVar
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
-from memory.identity.services import membership_get
+from memory.identity.services import membership_get, membership_get_by_name
 from memory.models import Membership
 
 SESSION_KEY = "cairn_workspace_id"
+# Every shareable review link names its workspace: /deltas/6/?ws=<workspace name>.
+WORKSPACE_PARAM = "ws"
+
+
+def link_membership(request) -> Membership | None:
+    """The membership a link's ``?ws=`` names, after switching to it if it must.
+
+    1. No ``ws``: None (the session's workspace applies).
+    2. A workspace the person does not belong to (or none of that name): 404,
+       exactly like an object of another workspace, so a link reveals nothing.
+    3. Another workspace of theirs: a plain page load switches the session to it
+       and records ``request.workspace_switched`` (the base template's banner); an
+       htmx request (polling, an action) is served in it without switching, so a
+       background tab never moves the person's session.
+    """
+    name = request.GET.get(WORKSPACE_PARAM)
+    if name is None:
+        return None
+    target = membership_get_by_name(user=request.user, workspace_name=name.strip()[:100])
+    if target is None:
+        raise Http404("No such page in your workspaces.")
+    current = current_membership(request)
+    if current is not None and current.workspace_id == target.workspace_id:
+        return current
+    if request.method == "GET" and not request.headers.get("HX-Request"):
+        request.session[SESSION_KEY] = target.workspace_id
+        request.workspace_switched = {
+            "to": target.workspace.name,
+            "from": current.workspace.name if current else "",
+        }
+    request._cairn_membership = target
+    return target
 
 
 def current_membership(request) -> Membership | None:
@@ -38,7 +71,7 @@ def require_role(role: str):
         @login_required
         @functools.wraps(view)
         def wrapped(request, *args, **kwargs):
-            membership = current_membership(request)
+            membership = link_membership(request) or current_membership(request)
             if membership is None or not membership.allows(role):
                 raise PermissionDenied(f"This needs the {role} role in this workspace.")
             request.membership = membership

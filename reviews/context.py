@@ -1,11 +1,14 @@
 from functools import cached_property
+from urllib.parse import urlencode
+
+from django.conf import settings
 
 from memory.core.selectors import job_run_active_count
 from memory.identity.selectors import token_active_count
 from memory.models import Role
 from memory.review.selectors import review_item_open_count
 from memory.skills.selectors import delta_queue_counts
-from reviews.access import current_membership
+from reviews.access import WORKSPACE_PARAM, current_membership
 
 
 class NavCounts:
@@ -69,4 +72,9 @@ def workspace(request):
         "can_admin": membership.allows(Role.ADMIN),
         "nav_counts": NavCounts(membership.workspace),
         "nav_section": _section(request),
+        # Appended to every shareable link (see reviews.access.link_membership).
+        "ws_query": "?" + urlencode({WORKSPACE_PARAM: membership.workspace.name}),
+        "workspace_switched": getattr(request, "workspace_switched", None),
+        "counts_poll_s": settings.CAIRN_UI_COUNTS_POLL_S,
+        "docs_url": settings.CAIRN_DOCS_URL.rstrip("/") + "/",
     }

@@ -34,7 +34,9 @@ class ExpiredSessionMiddleware:
         login = resolve_url(settings.LOGIN_URL)
         if urlsplit(response.get("Location", "")).path != login:
             return response
-        current = urlsplit(request.headers.get("HX-Current-URL", "")).path or "/"
+        # The page's query comes along (its ?ws= above all): login returns to the same view.
+        page = urlsplit(request.headers.get("HX-Current-URL", ""))
+        current = (page.path or "/") + (f"?{page.query}" if page.query else "")
         response.status_code = 200
         response["HX-Redirect"] = f"{login}?next={quote(current)}"
         response[MESSAGE_HEADER] = EXPIRED_MESSAGE

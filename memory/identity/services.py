@@ -298,6 +298,17 @@ def user_create(*, workspace: Workspace, username: str, role: str, password: str
     return user, generated
 
 
+def membership_get_by_name(*, user, workspace_name: str) -> Membership | None:
+    """The person's membership in the workspace called ``workspace_name``, or None."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return (
+        Membership.objects.select_related("workspace")
+        .filter(user=user, workspace__name=workspace_name)
+        .first()
+    )
+
+
 def membership_get(*, user, workspace_id: int | None = None) -> Membership | None:
     if not getattr(user, "is_authenticated", False):
         return None
@@ -307,11 +318,14 @@ def membership_get(*, user, workspace_id: int | None = None) -> Membership | Non
     return qs.order_by("workspace__name").first()
 
 
-# Workspace settings a person may change in the review UI: name → what it does. Other
-# settings (auto_approve_user_instruction) are set by an operator, not here.
+# Workspace settings an admin may change in the review UI: name → what it does.
 GOAL_TEXT_SETTING = "store_goal_text"
+AUTO_APPROVE_SETTING = "auto_approve_user_instruction"
 WORKSPACE_SETTINGS_EDITABLE = {
     GOAL_TEXT_SETTING: "Keep the goal text a harness sends with an outcome (off: only its digest).",
+    AUTO_APPROVE_SETTING: "Approve a learned change at once when it comes from a person's own "
+    "instruction (a cited user turn the harness recorded) and the injection scan found "
+    "nothing; untrusted or evidence-based changes still wait for a reviewer.",
 }
 
 

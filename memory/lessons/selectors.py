@@ -334,8 +334,10 @@ def outcome_list(
     session_id: str = "",
     project_digest: str = "",
     passed: str = "",
+    channel: str = "",
 ) -> QuerySet[Outcome]:
-    """Newest first, one row per turn. ``passed`` is ``yes``, ``no``, ``unverified`` or ''.
+    """Newest first, one row per turn. ``passed`` is ``yes``, ``no``, ``unverified`` or '';
+    ``channel`` (harness, agent, person) keeps the turns reported through it.
 
     The big JSON columns stay in the database: the list shows their lengths only.
     """
@@ -346,6 +348,8 @@ def outcome_list(
         qs = qs.filter(session_id=session_id)
     if project_digest:
         qs = qs.filter(project_digest=project_digest)
+    if channel:
+        qs = qs.filter(channel=channel)
     if passed in {"yes", "no"}:
         qs = qs.filter(passed=passed == "yes")
     elif passed == "unverified":

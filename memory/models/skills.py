@@ -191,6 +191,9 @@ class SkillDelta(models.Model):
     approval_positive = models.PositiveIntegerField(null=True, blank=True)
     approved_at = models.DateTimeField(null=True, blank=True)
     approved_by = models.CharField(max_length=200, blank=True)
+    # What the person who decided it was shown, to rebuild that diff later (ids,
+    # version and tool names only, never text: see memory.skills.decisions).
+    decision_seen = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -385,7 +385,9 @@ def _entries() -> list[Table]:
             export="skill_deltas",
             # A consolidation umbrella names its members (the M2M says it too).
             refs={"provenance": (InJson(("members", "*"), "memory.SkillDelta"),)},
-            export_exclude=("trigger_embedding", "payload_embedding"),
+            # decision_seen: ids and tool names to rebuild a review's diff here, not data
+            # of the person; another install's ids would point at the wrong rows.
+            export_exclude=("trigger_embedding", "payload_embedding", "decision_seen"),
             quoted=("payload", "trigger_text", "findings"),
         ),
         Table(

@@ -106,11 +106,20 @@ def delta_activate(delta: SkillDelta, *, actor: str, reason: str, action: str, *
 
 
 def delta_archive(
-    delta: SkillDelta, *, actor: str, reason: str, action: str = "delta.archive"
+    delta: SkillDelta,
+    *,
+    actor: str,
+    reason: str,
+    action: str = "delta.archive",
+    seen: dict | None = None,
 ) -> None:
     previous = delta.status
     delta.status = DeltaStatus.ARCHIVED
-    delta.save(update_fields=["status", "updated_at"])
+    fields = ["status", "updated_at"]
+    if seen is not None:
+        delta.decision_seen = seen
+        fields.append("decision_seen")
+    delta.save(update_fields=fields)
     audit_record(
         workspace=delta.workspace,
         actor=actor,
@@ -123,10 +132,14 @@ def delta_archive(
 
 
 @transaction.atomic
-def delta_approve(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
+def delta_approve(
+    *, delta: SkillDelta, actor: Actor, reason: str = "", seen: dict | None = None
+) -> SkillDelta:
     """staged → active, by a reviewer. ``outcome_evidence`` also needs the ledger bar.
 
     Applies from the next session: sessions already running keep their resolution.
+    ``seen`` (``memory.skills.decisions.decision_seen_of``) records the diff the
+    reviewer was shown, for the delta's permalink.
     """
     delta = _locked_for_change(delta, actor=actor)
     if delta.status == DeltaStatus.QUARANTINED:
@@ -138,12 +151,15 @@ def delta_approve(*, delta: SkillDelta, actor: Actor, reason: str = "") -> Skill
     if delta.status != DeltaStatus.STAGED:
         raise _transition_refuse(delta, "only staged deltas can be approved")
     _base_refuse(delta)
-    delta_activate(delta, actor=actor.label, reason=reason, action="delta.approve")
+    extra = {"decision_seen": seen} if seen is not None else {}
+    delta_activate(delta, actor=actor.label, reason=reason, action="delta.approve", **extra)
     return delta
 
 
 @transaction.atomic
-def delta_confirm_quarantined(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
+def delta_confirm_quarantined(
+    *, delta: SkillDelta, actor: Actor, reason: str = "", seen: dict | None = None
+) -> SkillDelta:
     """quarantined → active: a person's explicit, per-delta decision (audited)."""
     delta = _locked_for_change(delta, actor=actor)
     if delta.status != DeltaStatus.QUARANTINED:
@@ -151,17 +167,22 @@ def delta_confirm_quarantined(*, delta: SkillDelta, actor: Actor, reason: str = 
     if not reason.strip():
         raise bad_request("reason", "Confirming an untrusted delta needs a reason.")
     _base_refuse(delta)
-    delta_activate(delta, actor=actor.label, reason=reason, action="delta.confirm_quarantined")
+    extra = {"decision_seen": seen} if seen is not None else {}
+    delta_activate(
+        delta, actor=actor.label, reason=reason, action="delta.confirm_quarantined", **extra
+    )
     return delta
 
 
 @transaction.atomic
-def delta_reject(*, delta: SkillDelta, actor: Actor, reason: str = "") -> SkillDelta:
+def delta_reject(
+    *, delta: SkillDelta, actor: Actor, reason: str = "", seen: dict | None = None
+) -> SkillDelta:
     """staged, quarantined or orphaned → archived."""
     delta = _locked_for_change(delta, actor=actor)
     if delta.status not in {DeltaStatus.STAGED, DeltaStatus.QUARANTINED, DeltaStatus.ORPHANED}:
         raise _transition_refuse(delta, "only pending deltas can be rejected", "Revert it instead.")
-    delta_archive(delta, actor=actor.label, reason=reason, action="delta.reject")
+    delta_archive(delta, actor=actor.label, reason=reason, action="delta.reject", seen=seen)
     delta_event(
         delta=delta, event=WebhookEvent.DELTA_DECIDED, decision="rejected", decided_by=actor.label
     )
@@ -197,7 +218,13 @@ def delta_reset(*, skill: Skill, agent: Agent, actor: Actor, reason: str = "") -
 
 
 @transaction.atomic
-def delta_reapprove(*, deltas: list[SkillDelta], actor: Actor, reason: str = "") -> dict:
+def delta_reapprove(
+    *,
+    deltas: list[SkillDelta],
+    actor: Actor,
+    reason: str = "",
+    seen: dict[int, dict] | None = None,
+) -> dict:
     """Re-approve orphans (one or many) onto their skill's current version.
 
     1. Each orphan is re-anchored by slug to the current version; if the slug
@@ -206,6 +233,7 @@ def delta_reapprove(*, deltas: list[SkillDelta], actor: Actor, reason: str = "")
     3. Trusted deltas become active (outcome_evidence still needs its ledger
        bar); untrusted ones go back to quarantine for a per-delta confirmation.
     Returns ``{"reapproved": [ids], "quarantined": [ids], "refused": [{id, code, message}]}``.
+    ``seen`` maps a delta id to the diff its reviewer was shown (see ``delta_approve``).
     """
     result: dict = {"reapproved": [], "quarantined": [], "refused": []}
     workspaces = {d.workspace_id for d in deltas}
@@ -247,6 +275,7 @@ def delta_reapprove(*, deltas: list[SkillDelta], actor: Actor, reason: str = "")
                         action="delta.reapprove",
                         anchor_version=version,
                         stale=stale,
+                        **({"decision_seen": seen[pk]} if seen and pk in seen else {}),
                     )
             except ApplicationError as exc:
                 refusal = (exc.code, exc.message)

@@ -19,6 +19,7 @@ from memory.core.embeddings import get_embedder
 from memory.core.secrets import refuse_secrets
 from memory.core.text import estimate_tokens
 from memory.core.validation import bad_request, check_json_strings, rationale_clean
+from memory.identity.services import AUTO_APPROVE_SETTING
 from memory.models import (
     Agent,
     AgentTool,
@@ -57,7 +58,6 @@ WIDENING_KEYS = {
 SCOPE_MAX_CHARS = 200
 TRIGGER_MAX_CHARS = 200
 TOOL_HINT_MAX_NAMES = 50
-AUTO_APPROVE_SETTING = "auto_approve_user_instruction"
 
 
 @dataclass

@@ -76,7 +76,7 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def _section_spans(body: str) -> list[dict]:
+def section_spans(body: str) -> list[dict]:
     """``[{slug, title, start, end}]``: each section's line range in ``body.split("\n")``.
 
     Slugs come from the heading text (duplicates get -2, -3...); a section runs
@@ -137,14 +137,14 @@ def body_sections(body: str) -> list[dict]:
                 normalise_whitespace("\n".join(lines[span["start"] : span["end"]]))
             ),
         }
-        for span in _section_spans(body)
+        for span in section_spans(body)
     ]
 
 
 def section_text(body: str, slug: str) -> dict | None:
     """One section's text and where it starts: ``{text, first_line}`` (1-based), or None."""
     lines = body.split("\n")
-    for span in _section_spans(body):
+    for span in section_spans(body):
         if span["slug"] == slug:
             text = "\n".join(lines[span["start"] : span["end"]]).rstrip("\n")
             return {"text": text, "first_line": span["start"] + 1}

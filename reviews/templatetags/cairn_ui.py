@@ -23,6 +23,20 @@ CHANNEL_LABELS = {
 }
 
 
+# A settled contradiction in words: "keep_a" read as "keep a" meant nothing to anyone.
+RESOLVED_WORDS = {
+    "keep_a": "kept A, retired B",
+    "keep_b": "kept B, retired A",
+    "keep_both": "kept both",
+    "edit": "edited into one",
+}
+
+
+@register.filter
+def resolved_words(resolution: str) -> str:
+    return RESOLVED_WORDS.get(resolution, resolution)
+
+
 @register.inclusion_tag("reviews/_channel.html")
 def channel(value):
     """Who reported a record: harness-verified, a person, the agent's own word, the system."""

@@ -117,5 +117,7 @@ def agents_token_revoke(request, pk: int):
             request, f"Token cairn_{token.prefix}_… revoked. Requests with it now get 401."
         )
     if wants_fragment(request):
-        return render_action(request, f"{TEMPLATE}#token_row", {"token": token})
+        # The row, and out of band the agent's "N active tokens" line and the counters.
+        agent = agent_get(workspace=request.workspace, pk=token.agent_id)
+        return render_action(request, f"{TEMPLATE}#token_revoked", {"token": token, "agent": agent})
     return redirect_back("reviews:agents")

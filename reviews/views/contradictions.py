@@ -23,6 +23,7 @@ from reviews.access import actor_for, require_role
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
+from reviews.templatetags.cairn_ui import RESOLVED_WORDS
 
 TEMPLATE = "reviews/contradictions.html"
 STATUSES = [("open", "open"), ("resolved", "resolved"), ("all", "all")]
@@ -71,7 +72,7 @@ def contradictions_resolve(request, pk: int, resolution: str):
                 text=request.POST.get("text", ""),
             )
             messages.success(
-                request, f"Item {item.pk} resolved: {item.get_resolution_display().lower()}."
+                request, f"Item {item.pk} resolved: {RESOLVED_WORDS.get(resolution, resolution)}."
             )
         except ApplicationError as exc:
             error = exc.message

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseBadRequest
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from memory.core.selectors import job_runs_per_day
@@ -145,3 +146,20 @@ def switch_workspace(request):
         return HttpResponseBadRequest("not a member of that workspace")
     request.session[SESSION_KEY] = workspace_id
     return redirect("reviews:dashboard")
+
+
+@require_GET
+def counts(request):
+    """Every counter a page shows, as out-of-band swaps (polled by base.html).
+
+    A poll from a tab whose session ended answers 204, not a redirect to the
+    login page: a background refresh must never take the person off a page
+    where they may be typing.
+    """
+    membership = current_membership(request)
+    if membership is None:
+        return HttpResponse(status=204)
+    response = render(request, "base.html#counts_oob", {})
+    patch_vary_headers(response, ["HX-Request"])
+    response["Cache-Control"] = "no-store"
+    return response

@@ -14,7 +14,9 @@ from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from memory.identity.selectors import agent_list
 from memory.models import DeltaStatus
+from memory.skills.decisions import decision_rebuild
 from memory.skills.selectors import (
     DECISION_ORDER,
     delta_decision_attach,
@@ -24,6 +26,7 @@ from memory.skills.selectors import (
 )
 from memory.skills.trust import TRUST_SAMPLES_SHOWN, trust_sample_list
 from reviews.access import require_role
+from reviews.diffs import diff_counts, diff_digest, sectioned_render, side_by_side, unified_diff
 from reviews.htmx import render_page
 from reviews.pagination import paginate
 from reviews.views.deltas import with_previews
@@ -73,6 +76,33 @@ def _history(delta) -> list:
     return events
 
 
+def _decided_diff(delta) -> dict | None:
+    """The diff the person who decided ``delta`` was shown, rebuilt from what was kept.
+
+    ``moved_on``: the skill has a newer version, or today's diff differs (other
+    learned lines came or went). ``exact``: the rebuild matches the digest kept
+    at decision time (it cannot when a delta it showed was erased since).
+    """
+    rebuilt = decision_rebuild(delta=delta)
+    if rebuilt is None:
+        return None
+    body = rebuilt["version"].body
+    lines = unified_diff(
+        sectioned_render(rebuilt["without"], base_body=body),
+        sectioned_render(rebuilt["with"], base_body=body),
+    )
+    seen = delta.decision_seen
+    return {
+        "version": rebuilt["version"].version,
+        "diff": lines,
+        "rows": side_by_side(lines),
+        "counts": diff_counts(lines),
+        "exact": diff_digest(lines) == seen.get("digest") and not rebuilt["missing"],
+        "moved_on": rebuilt["version"].pk != delta.skill.current_version_id
+        or seen.get("digest") != diff_digest(delta.diff),
+    }
+
+
 @require_role("viewer")
 @require_GET
 def deltas_detail(request, pk: int):
@@ -83,6 +113,7 @@ def deltas_detail(request, pk: int):
     queue = STATUS_QUEUES.get(delta.status)
     context = {
         "delta": delta,
+        "decided": _decided_diff(delta),
         "history": _history(delta),
         "samples": trust_sample_list(workspace=request.workspace, scope=delta.scope),
         "samples_shown": TRUST_SAMPLES_SHOWN,
@@ -124,6 +155,8 @@ def _decided(request, queue: str):
         "queue_title": QUEUE_TITLES[queue],
         "queue_url": reverse(f"reviews:{queue}"),
         "decisions": DECISIONS,
+        # A callable: only the full page (its filter form) lists the agents.
+        "agents": lambda: agent_list(workspace=request.workspace).values("id", "name"),
         "filtered": any(v not in ("", None) for v in filters.values()),
         "list_url": list_url,
     }

@@ -31,6 +31,7 @@ from memory.skills.consent import (
     delta_reject,
     orphan_notice_mark_seen,
 )
+from memory.skills.decisions import decision_seen_of
 from memory.skills.effective import delta_previews
 from memory.skills.selectors import (
     DELTA_QUEUE_ORDER,
@@ -45,10 +46,10 @@ from memory.skills.selectors import (
 from memory.skills.skillmd import section_text
 from reviews.access import actor_for, call_service, require_role
 from reviews.diffs import (
-    diff_blocks,
+    change_digest,
     diff_counts,
-    effective_render,
-    mark_scaffolding,
+    diff_digest,
+    sectioned_render,
     side_by_side,
     unified_diff,
 )
@@ -88,8 +89,10 @@ def with_previews(workspace, deltas: list) -> list:
     """Attach to each delta its preview (see ``delta_previews``) and what the card shows.
 
     - ``anchored``: the anchored section of the current base, in full;
-    - ``diff`` (scaffolding marked), ``diff_blocks`` (scaffolding folded),
-      ``diff_rows`` (side by side) and ``diff_counts`` (scaffolding not counted);
+    - ``diff`` (each learned line inside its section, see ``sectioned_render``),
+      ``diff_rows`` (the same, side by side) and ``diff_counts``;
+    - ``seen_digest``: what the diff changes, posted back by the decision forms;
+      ``seen``: the record a decision keeps of the whole diff (``memory.skills.decisions``);
     - ``section_change``: for stale orphans, the section's old → new text.
     """
     previews = delta_previews(workspace=workspace, deltas=list(deltas))
@@ -99,13 +102,17 @@ def with_previews(workspace, deltas: list) -> list:
         workspace=workspace, ids=[d.anchor_version_id for d in deltas if _is_stale(d)]
     )
     for delta in deltas:
-        after = effective_render(delta.preview["with"])
-        delta.diff = mark_scaffolding(
-            unified_diff(effective_render(delta.preview["without"]), after), after=after
+        body = delta.skill.current_version.body
+        delta.diff = unified_diff(
+            sectioned_render(delta.preview["without"], base_body=body),
+            sectioned_render(delta.preview["with"], base_body=body),
         )
-        delta.diff_blocks = diff_blocks(delta.diff)
         delta.diff_rows = side_by_side(delta.diff)
         delta.diff_counts = diff_counts(delta.diff)
+        delta.seen_digest = change_digest(delta.diff, version=delta.preview["with"]["version"])
+        delta.seen = decision_seen_of(
+            delta=delta, preview=delta.preview, digest=diff_digest(delta.diff)
+        )
         delta.anchored = section_text(delta.skill.current_version.body, delta.anchor_section)
         delta.section_change = (
             _section_change(delta, old_bodies.get(delta.anchor_version_id))
@@ -113,6 +120,7 @@ def with_previews(workspace, deltas: list) -> list:
             else None
         )
         delta.group_key = (delta.skill_id, delta.anchor_version_id)
+        delta.is_stale = _is_stale(delta)
     return deltas
 
 
@@ -160,6 +168,7 @@ def _queue_context(request, *, status: str, url_name: str, ordering) -> dict:
     return {
         "page": page,
         "total": queryset.count(),
+        "queue_status": status,
         "filter_skill": filters["skill"],
         "filter_agent": filters["agent"],
         "filter_kind": filters["kind"],
@@ -239,25 +248,32 @@ def _act(
     2. A bad form re-renders the card with the error (422), or redirects with it.
     3. A delta no longer in this queue (someone else acted) leaves the queue
        with a note; nothing is changed.
-    4. A refusal by the service (e.g. not enough evidence) re-renders the card
+    4. The diff is rebuilt now; if an approval names another change than the one
+       the person was shown (a new skill version, or the same lines changed), the
+       card comes back with the new diff and nothing is decided (422).
+    5. A refusal by the service (e.g. not enough evidence) re-renders the card
        with its message (422); a role refusal is a 403.
-    5. Success removes the card and updates the nav counters and toasts.
+    6. Success records the diff decided on, removes the card and updates the nav
+       counters and toasts.
     """
     delta = delta_review_get(workspace=request.workspace, pk=pk)
     if delta is None:
         raise Http404("No such delta in this workspace.")
+
+    # The delta's own page posts plain forms and wants to come back to itself.
+    back = ("reviews:deltas_detail", pk) if request.POST.get("back") == "detail" else (list_url,)
 
     def refused(message: str):
         if wants_fragment(request):
             context = {**_card_context(request, pk), "errors": {action: message}}
             return render_action(request, f"{template}#card", context, status=422)
         messages.error(request, f"Delta #{pk}: {message}")
-        return redirect_back(list_url)
+        return redirect_back(*back)
 
     def removed():
         if wants_fragment(request):
             return render_action(request, REMOVED, {})
-        return redirect_back(list_url)
+        return redirect_back(*back)
 
     form = form_class(request.POST)
     if not form.is_valid():
@@ -265,8 +281,21 @@ def _act(
     if delta.status != expected:
         messages.info(request, f"Delta #{pk} is already {delta.status}; nothing changed.")
         return removed()
+    with_previews(request.workspace, [delta])
+    posted = request.POST.get("seen", "")
+    # Only a decision that makes the change live needs it to be the change shown.
+    if posted and action not in ("reject", "discard") and posted != delta.seen_digest:
+        return refused(
+            "The skill or its learned lines changed since this card was shown; "
+            "read the diff again, then decide."
+        )
     _, error = call_service(
-        lambda: service(delta=delta, actor=actor_for(request), reason=form.cleaned_data["reason"])
+        lambda: service(
+            delta=delta,
+            actor=actor_for(request),
+            reason=form.cleaned_data["reason"],
+            seen=delta.seen,
+        )
     )
     if error:
         return refused(error)
@@ -325,9 +354,12 @@ def staged_approve_bulk(request):
     )
     actor = actor_for(request)
     approved, refused = [], []
+    with_previews(request.workspace, found)
     for delta in found:
         try:
-            delta_approve(delta=delta, actor=actor, reason=form.cleaned_data["reason"])
+            delta_approve(
+                delta=delta, actor=actor, reason=form.cleaned_data["reason"], seen=delta.seen
+            )
         except ApplicationError as exc:
             if exc.status_code == 403:
                 raise PermissionDenied(exc.message) from exc
@@ -411,9 +443,9 @@ def orphans_discard(request, pk: int):
     )
 
 
-def _reapprove_one(*, delta, actor, reason: str):
+def _reapprove_one(*, delta, actor, reason: str, seen: dict):
     """Re-approve a single orphan; a refusal comes back as an error, like the other actions."""
-    result = delta_reapprove(deltas=[delta], actor=actor, reason=reason)
+    result = delta_reapprove(deltas=[delta], actor=actor, reason=reason, seen={delta.pk: seen})
     if result["refused"]:
         refusal = result["refused"][0]
         raise ApplicationError(refusal["message"], code=refusal["code"])
@@ -491,14 +523,28 @@ def orphans_reapprove(request):
         .filter(pk__in=ids)
         .order_by("id")
     }
+    with_previews(request.workspace, list(found.values()))
+    # A stale orphan's section was rewritten: one shared reason cannot say it was read
+    # against the new text, so it is re-approved only on its own card.
+    stale = [d for d in found.values() if d.is_stale]
     try:
         result = delta_reapprove(
-            deltas=list(found.values()),
+            deltas=[d for d in found.values() if not d.is_stale],
             actor=actor_for(request),
             reason=form.cleaned_data["reason"],
+            seen={pk: d.seen for pk, d in found.items()},
         )
     except ApplicationError as exc:
         raise PermissionDenied(exc.message) from exc  # the role check is its only refusal
+    result["refused"] += [
+        {
+            "id": d.pk,
+            "code": "stale_one_by_one",
+            "message": "its section was rewritten: re-approve it on its own, "
+            "after reading it against the new text",
+        }
+        for d in stale
+    ]
     report = _report(request, ids=ids, found=found, result=result)
     summary = f"Re-approved {len(report['reapproved'])} of {len(ids)}"
     if report["stale"]:

@@ -23,6 +23,27 @@ from reviews.access import actor_for, require_role
 from reviews.htmx import redirect_back, render_page, wants_fragment
 from reviews.pagination import paginate
 
+# What each "Run now" button does, in the words of a person deciding whether to press it.
+JOB_DESCRIPTIONS = {
+    "reconcile": "Find near-duplicate and conflicting lessons and knowledge; duplicates "
+    "merge, conflicts go to Contradictions for a person.",
+    "consolidate": "Sum up sessions idle for two weeks into notes and extracted items, and "
+    "merge near-duplicate lessons.",
+    "decay": "Lower the strength of what has not been used for a while; very weak lessons "
+    "retire and long-idle knowledge is archived (restorable). Pinned items are exempt.",
+    "maintenance": "Keep each agent within its lesson caps, retiring the weakest beyond them.",
+    "prune": "Delete raw conversation turns and tool calls older than the retention period, "
+    "for good. Lessons and knowledge learned from them stay.",
+    "embed_backfill": "Compute missing embeddings (after a model change or an outage) so "
+    "search and recall see every item.",
+    "skills.budget": "Move the least-used learned skill lines to retrieval-only when an "
+    "agent's resident budget is full, and back when it fits again.",
+    "skills.consolidate": "Propose one umbrella delta over near-identical learned lines; it "
+    "waits in Staged for a reviewer.",
+}
+# Jobs that delete data for good: the button asks for a confirmation first.
+DESTRUCTIVE_JOBS = {"prune"}
+
 
 def _common() -> dict:
     return {"active_statuses": ACTIVE_JOB_STATUSES, "poll_s": settings.CAIRN_UI_JOB_POLL_S}
@@ -51,7 +72,17 @@ def _list_context(request, *, kind: str = "", status: str = "") -> dict:
         "statuses": JobRun.Status.choices,
         "list_url": reverse("reviews:jobs"),
         # Admins may start any job now; the buttons are not shown to others.
-        "runnable": RUNNABLE_JOBS.values() if request.membership.allows(Role.ADMIN) else (),
+        "runnable": [
+            {
+                "kind": job.kind,
+                "label": job.label,
+                "description": JOB_DESCRIPTIONS.get(job.kind, ""),
+                "destructive": job.kind in DESTRUCTIVE_JOBS,
+            }
+            for job in RUNNABLE_JOBS.values()
+        ]
+        if request.membership.allows(Role.ADMIN)
+        else (),
     }
 
 
@@ -72,6 +103,13 @@ def jobs_run(request, kind: str):
     """An admin's "Run now": queue the job (one queued run per kind) and show it."""
     if kind not in RUNNABLE_JOBS:
         raise Http404("No such job kind.")
+    if kind in DESTRUCTIVE_JOBS and request.POST.get("confirm") != "yes":
+        messages.error(
+            request, f"{RUNNABLE_JOBS[kind].label} deletes data for good: tick the confirmation."
+        )
+        if not wants_fragment(request):
+            return redirect_back("reviews:jobs")
+        return render_page(request, "reviews/jobs.html", _list_context(request), partial="rows")
     run, created = job_run_now(kind=kind, workspace=request.workspace, actor=actor_for(request))
     if created:
         messages.success(request, f"{kind} queued as run #{run.pk}.")

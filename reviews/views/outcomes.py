@@ -24,6 +24,11 @@ from reviews.pagination import paginate
 from reviews.views.situations import outcome_situations
 
 VERDICTS = [("yes", "passed"), ("no", "failed"), ("unverified", "not verified")]
+CHANNELS = [
+    ("harness", "harness-verified"),
+    ("agent", "the agent's own word (self-report)"),
+    ("person", "a person"),
+]
 
 
 @require_role("viewer")
@@ -39,12 +44,16 @@ def outcomes(request):
     passed = request.GET.get("passed", "")
     if passed not in dict(VERDICTS):
         passed = ""
+    channel = request.GET.get("channel", "")
+    if channel not in dict(CHANNELS):
+        channel = ""
     queryset = outcome_list(
         workspace=workspace,
         agent_id=agent_id,
         session_id=session,
         project_digest=project,
         passed=passed,
+        channel=channel,
     )
     page = paginate(request, queryset, ordering=OUTCOME_ORDER)
 
@@ -59,7 +68,9 @@ def outcomes(request):
         "session": session,
         "project": project,
         "passed": passed,
-        "filtered": bool(agent_id or session or project or passed),
+        "channel": channel,
+        "channels": CHANNELS,
+        "filtered": bool(agent_id or session or project or passed or channel),
         # Callables: only the full page (its filter form) pays for these queries.
         "agents": lambda: outcome_agents(workspace=workspace),
         "projects": projects,

@@ -286,7 +286,10 @@ def erasures_start(request):
         return render_page(
             request, "reviews/erasure_preview.html", context, partial="panel", status=422
         )
-    messages.success(request, f"Erasure #{receipt.pk} queued.")
+    # Tagged with its job: the receipt page drops the toast once the job has ended.
+    messages.success(
+        request, f"Erasure #{receipt.pk} queued.", extra_tags=f"job-erasure-{receipt.pk}"
+    )
     target = reverse("reviews:erasures_detail", args=[receipt.pk])
     if wants_fragment(request):
         return HttpResponseClientRedirect(target)

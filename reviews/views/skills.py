@@ -33,7 +33,7 @@ from memory.skills.selectors import (
     skill_version_list,
 )
 from reviews.access import actor_for, call_service, require_role
-from reviews.diffs import diff_counts, effective_render, unified_diff
+from reviews.diffs import diff_counts, sectioned_render, unified_diff
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
@@ -109,7 +109,10 @@ def _preview_context(request, skill, *, agent_id: str, view: str, errors: dict |
         entry["error"] = errors.get("revert", {}).get(entry["id"], "")
         revert = reverse("reviews:skills_revert", args=[skill.name, entry["id"]])
         entry["revert_url"] = f"{revert}?{urlencode({'view': view})}"
-    diff = unified_diff(effective_render(base), effective_render(learned))
+    body = skill.current_version.body
+    diff = unified_diff(
+        sectioned_render(base, base_body=body), sectioned_render(learned, base_body=body)
+    )
     chosen = next((a for a in agents if agent and a["id"] == agent.pk), None)
     return {
         "skill": skill,

@@ -2,6 +2,16 @@
 // toasts, select-all for bulk forms, and keyboard shortcuts. No framework, no build step.
 (function () {
   "use strict";
+  // Phones fold the nav behind a Menu button (only once this script runs: without
+  // JavaScript the nav stays open).
+  document.documentElement.classList.add("js");
+  document.addEventListener("click", function (event) {
+    const toggle = event.target.closest(".menu-toggle");
+    if (!toggle) return;
+    const bar = toggle.closest(".topbar");
+    const open = bar.classList.toggle("nav-open");
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
 
   const TOAST_MS = 6000;
 
@@ -77,6 +87,50 @@
     if (event.target.matches("input[type=checkbox]")) syncChecks();
   });
 
+  // A typed reason survives a login: it is kept in this tab's sessionStorage (keyed by
+  // the form's action) while typed, put back when the form is on a page again, and
+  // forgotten once the server has accepted the form.
+  const DRAFT = "cairn-reason:";
+  document.addEventListener("input", function (event) {
+    const field = event.target;
+    if (!field.matches || !field.matches("form[action] input[name=reason]")) return;
+    try { sessionStorage.setItem(DRAFT + field.form.getAttribute("action"), field.value); } catch (e) { /* storage off */ }
+  });
+  function restoreDrafts() {
+    document.querySelectorAll("form[action] input[name=reason]").forEach(function (field) {
+      let saved = null;
+      try { saved = sessionStorage.getItem(DRAFT + field.form.getAttribute("action")); } catch (e) { return; }
+      if (!saved || field.value) return;
+      field.value = saved;
+      const details = field.closest("details");
+      if (details) details.open = true;
+    });
+  }
+  document.addEventListener("htmx:afterRequest", function (event) {
+    const form = event.detail.elt && event.detail.elt.closest && event.detail.elt.closest("form[action]");
+    const xhr = event.detail.xhr;
+    if (!form || !xhr || xhr.status >= 300 || xhr.getResponseHeader("HX-Redirect")) return;
+    try { sessionStorage.removeItem(DRAFT + form.getAttribute("action")); } catch (e) { /* storage off */ }
+  });
+  document.addEventListener("submit", function (event) {
+    // A plain (non-htmx) form leaves the page: keep the draft until the answer shows
+    // the form is gone (then nothing restores it) or a login brings it back.
+    const form = event.target;
+    if (form.hasAttribute("hx-post")) return;
+    const field = form.querySelector("input[name=reason]");
+    if (field) { try { sessionStorage.setItem(DRAFT + form.getAttribute("action"), field.value); } catch (e) { /* storage off */ } }
+  });
+  document.addEventListener("DOMContentLoaded", restoreDrafts);
+
+  // A toast about a job ("queued") ends with its job: a finished job's section carries
+  // data-job-done naming the toast's tag.
+  function endJobToasts() {
+    document.querySelectorAll("[data-job-done]").forEach(function (done) {
+      document.querySelectorAll(".toast." + CSS.escape(done.getAttribute("data-job-done"))).forEach(function (t) { t.remove(); });
+    });
+  }
+  document.addEventListener("htmx:afterSettle", endJobToasts);
+  document.addEventListener("DOMContentLoaded", endJobToasts);
   document.addEventListener("htmx:afterSettle", function () { armToasts(); syncChecks(); });
   document.addEventListener("htmx:oobAfterSwap", function () { armToasts(); });
   document.addEventListener("DOMContentLoaded", function () { armToasts(); syncChecks(); });

@@ -45,9 +45,12 @@ def test_a_reviewer_approves_a_staged_delta_from_its_diff(login, live_server, wo
     expect(
         added.filter(has_text="- Escalate anything from the CFO after 48 hours, not 72.")
     ).to_be_visible()
-    # The Learned-adjustments scaffolding is folded; the anchored section is shown in full.
-    expect(added.filter(has_text="## Learned adjustments")).to_be_hidden()
-    expect(card.locator(".dl.fold-note")).to_be_visible()
+    # The learned line sits inside its own section, which the hunk names; the anchored
+    # section is shown in full.
+    expect(card.locator(".diff .unified .hunk-section").first).to_have_text("## Escalation")
+    card.locator(".split-toggle").check()
+    expect(card.locator(".diff .split .hunk-section").first).to_have_text("## Escalation")
+    card.locator(".split-toggle").uncheck()
     expect(card.locator(".anchored .section-text")).to_contain_text("## Escalation")
     expect(
         card.locator(".diff .dl.ctx").filter(has_text="Keep replies short and polite.")
@@ -160,28 +163,29 @@ def test_a_reviewer_bulk_reapproves_orphans_after_a_skill_update(
 
     # Select all, then untick one: three go.
     page.get_by_label("Select all on this page").check()
-    expect(page.locator("[data-checked-count]")).to_have_text("4 selected")
-    page.locator(f"#delta-{ids['drafting2']} input[name=ids]").uncheck()
+    # The stale one has no box: it is re-approved on its own card, against the new text.
+    expect(page.locator(f"#delta-{ids['escalation']} input[name=ids]")).to_have_count(0)
     expect(page.locator("[data-checked-count]")).to_have_text("3 selected")
+    page.locator(f"#delta-{ids['drafting2']} input[name=ids]").uncheck()
+    expect(page.locator("[data-checked-count]")).to_have_text("2 selected")
     page.fill("#bulk-reason", "reviewed against v2")
     page.get_by_role("button", name="Re-approve selected").click()
 
     report = page.get_by_test_id("reapprove-report")
     expect(report).to_be_visible()
-    expect(page.get_by_test_id("report-reapproved")).to_have_text("2")
-    expect(page.get_by_test_id("report-stale")).to_have_text("1")
+    expect(page.get_by_test_id("report-reapproved")).to_have_text("1")
     expect(page.get_by_test_id("report-quarantined")).to_have_text("1")
     expect(page.get_by_test_id("report-refused")).to_have_text("0")
-    expect(
-        report.locator("li", has_text=f"#{ids['escalation']}").locator(".badge.stale")
-    ).to_be_visible()
     expect(page.locator(f"#delta-{ids['drafting2']}")).to_be_visible()  # left for later
+    expect(page.locator("#nav-orphans")).to_have_text("2")
+    expect(page.locator("#nav-quarantine")).to_have_text("1")
+    expect(page.locator("#toasts")).to_contain_text("Re-approved 1 of 2; 1 back in quarantine.")
+    stale = page.locator(f"#delta-{ids['escalation']}")
+    stale.locator("summary", has_text="Re-approve").click()
+    stale.locator("details[open] input[name=reason]").fill("read against the new v2 text")
+    stale.get_by_role("button", name="Re-approve delta").click()
     expect(page.locator(f"#delta-{ids['escalation']}")).to_have_count(0)
     expect(page.locator("#nav-orphans")).to_have_text("1")
-    expect(page.locator("#nav-quarantine")).to_have_text("1")
-    expect(page.locator("#toasts")).to_contain_text(
-        "Re-approved 2 of 3 (1 stale); 1 back in quarantine."
-    )
     assert _same_page(page)
 
     statuses = dict(SkillDelta.objects.values_list("pk", "status"))

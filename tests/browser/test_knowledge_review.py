@@ -24,7 +24,7 @@ def test_search_then_archive_and_restore_without_a_reload(login, live_server, wo
     expect(hit.locator("td.rank")).to_have_text("1")
     expect(page.locator("#rows .filter-note")).to_contain_text("does not count as a use")
     hit.get_by_role("link").click()
-    page.wait_for_url(f"{live_server.url}/knowledge/{host.pk}/")
+    page.wait_for_url(f"{live_server.url}/knowledge/{host.pk}/?ws={workspace.name}")
     page.evaluate("window.__cairnMarker = 'same page'")
 
     main = page.locator("#knowledge-main")

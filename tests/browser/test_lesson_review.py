@@ -37,7 +37,7 @@ def test_a_reviewer_retires_and_restores_a_lesson_in_place(login, live_server, w
     page.click("#nav >> text=Lessons")
     page.wait_for_url(f"{live_server.url}/lessons/")
     page.get_by_role("link", name=lesson.text).click()
-    page.wait_for_url(f"{live_server.url}/lessons/{lesson.pk}/")
+    page.wait_for_url(f"{live_server.url}/lessons/{lesson.pk}/?ws={workspace.name}")
     page.evaluate("window.__cairnMarker = 'same page'")  # survives only without a reload
     main = page.locator("#lesson-main")
     state = page.get_by_test_id("lesson-state")
@@ -149,8 +149,8 @@ def test_a_reviewer_settles_a_contradiction_and_the_counter_drops(login, live_se
     page.evaluate("window.__cairnMarker = 'same page'")
     card = page.locator(f"#item-{item.pk}")
     confirm(page, card, "Keep A…", "CI runs compose v2")
-    expect(card).to_contain_text("Resolved: keep a")
-    expect(page.locator("#nav-contradictions")).to_have_count(0)
+    expect(card).to_contain_text("Resolved: kept A, retired B")
+    expect(page.locator("#nav-contradictions")).to_have_text("0")
     assert page.evaluate("window.__cairnMarker") == "same page"
     b.refresh_from_db()
     assert b.state == LessonState.RETIRED
@@ -162,7 +162,7 @@ def test_an_outcome_page_explains_its_verdict(login, live_server, workspace, les
     page = login(workspace=workspace, role="viewer")
     page.goto(f"{live_server.url}/lessons/{lesson.pk}/")
     page.locator("table.evidence").get_by_role("link", name=f"#{outcome.pk}").click()
-    page.wait_for_url(f"{live_server.url}/outcomes/{outcome.pk}/")
+    page.wait_for_url(f"{live_server.url}/outcomes/{outcome.pk}/?ws={workspace.name}")
     expect(page.get_by_test_id("why")).to_contain_text(
         "Passed: latest pytest run exited 0 at step 2; no step edited anything."
     )

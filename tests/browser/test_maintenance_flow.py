@@ -34,7 +34,7 @@ def test_run_now_then_settle_the_contradiction(
     card.locator("textarea[name=text]").fill("The nightly backup job writes to bucket cairn-v2")
     card.locator("input[name=reason]").last.fill("the bucket was renamed")
     card.locator("button", has_text="Save as one").click()
-    expect(page.locator(f"#item-{review.pk}")).to_contain_text("Resolved: edit into one")
+    expect(page.locator(f"#item-{review.pk}")).to_contain_text("Resolved: edited into one")
     person = Knowledge.objects.get(pk=items["person"].pk)
     assert Knowledge.objects.get(pk=person.superseded_by_id).content.endswith("cairn-v2")
     assert Knowledge.objects.get(pk=items["agent_vs_person"].pk).status == "archived"

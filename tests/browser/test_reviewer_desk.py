@@ -53,6 +53,6 @@ def test_a_reviewer_reads_why_approves_with_a_and_finds_it_under_decided(
     row = page.locator("table.decided tbody tr").first
     expect(row).to_contain_text("approved")
     expect(row).to_contain_text("the user asked for it")
-    row.locator(f'a[href="/deltas/{first.pk}/"]').click()
+    row.locator(f'a[href="/deltas/{first.pk}/?ws={workspace.name}"]').click()
     expect(page.locator("[data-testid=delta-history]")).to_contain_text("Approved")
     expect(page.locator("[data-testid=delta-status]")).to_have_text("active")

@@ -92,7 +92,7 @@ def test_a_reviewer_walks_from_a_webhook_payload_to_the_decision(
     expect(row).to_contain_text("approved")
     expect(row).to_contain_text("the user asked for it")
     _no_overflow(page, width)
-    row.locator(f'a[href="/deltas/{first.pk}/"]').click()
+    row.locator(f'a[href="/deltas/{first.pk}/?ws={workspace.name}"]').click()
     expect(page.locator("[data-testid=delta-history]")).to_contain_text("Approved")
     expect(page.locator("[data-testid=delta-status]")).to_have_text("active")
     _no_overflow(page, width)

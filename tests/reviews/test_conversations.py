@@ -10,6 +10,7 @@ from memory.knowledge.conversations import tool_calls_log, turn_store
 from memory.skills.trust import feedback_record
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.skills import OUTCOME_EVIDENCE, learning_agent, propose
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -129,9 +130,9 @@ def test_the_trust_ledger_opens_to_its_samples(viewer, agent):
         positive=True,
     )
     card = viewer.get("/deltas/staged/").content.decode()
-    assert f'href="/deltas/{delta.pk}/#samples"' in card
+    assert f'href="/deltas/{delta.pk}/#samples"' in without_ws(card)
     page = viewer.get(f"/deltas/{delta.pk}/").content.decode()
     samples = page[page.index('id="samples"') : page.index('id="history"')]
     assert samples.count("<tr>") == 3  # header + the two samples on this scope
     assert "positive" in samples and "negative" in samples
-    assert f'<a href="/deltas/{delta.pk}/">#{delta.pk}</a>' in samples
+    assert f'<a href="/deltas/{delta.pk}/">#{delta.pk}</a>' in without_ws(samples)

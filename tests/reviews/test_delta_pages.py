@@ -15,6 +15,7 @@ from tests.factories.skills import (
 from tests.factories.skills import (
     reviewer as make_reviewer,
 )
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -94,12 +95,15 @@ def test_the_page_needs_a_login(client, agent):
 def test_cards_the_skill_page_and_the_audit_log_link_to_the_delta_page(viewer, agent, person):
     delta = propose(agent)
     link = f'href="/deltas/{delta.pk}/"'
-    assert link in viewer.get("/deltas/staged/").content.decode()
+    assert link in without_ws(viewer.get("/deltas/staged/").content.decode())
     delta_approve(delta=delta, actor=person, reason="ok")
     skill_page = viewer.get(f"/skills/triage-inbox/?agent={agent.pk}").content.decode()
-    assert link in skill_page
+    assert link in without_ws(skill_page)
     audit = viewer.get("/audit/").content.decode()
-    assert f'<a href="/deltas/{delta.pk}/">delta #{delta.pk}</a> to skill triage-inbox' in audit
+    assert (
+        f'<a href="/deltas/{delta.pk}/">delta #{delta.pk}</a> to skill triage-inbox'
+        in without_ws(audit)
+    )
 
 
 # --- the Decided lists ----------------------------------------------------------------
@@ -131,7 +135,7 @@ def test_decided_filters_by_decision_person_and_skill(viewer, agent, person, wor
     delta_reject(delta=rejected, actor=other_person, reason="no")
 
     def shown(query: str) -> set[int]:
-        html = viewer.get(f"/deltas/staged/decided/?{query}", **HX).content.decode()
+        html = without_ws(viewer.get(f"/deltas/staged/decided/?{query}", **HX).content.decode())
         return {pk for pk in (approved.pk, rejected.pk) if f'href="/deltas/{pk}/"' in html}
 
     assert shown("") == {approved.pk, rejected.pk}
@@ -146,6 +150,11 @@ def test_decided_filters_by_decision_person_and_skill(viewer, agent, person, wor
         "No decisions match these filters"
         in viewer.get("/deltas/staged/decided/?skill=nope").content.decode()
     )
+    # The agent filter is on the page (a select naming each agent), and it filters.
+    page = viewer.get(f"/deltas/staged/decided/?agent={agent.pk}").content.decode()
+    assert f'<option value="{agent.pk}" selected>gaia/chat</option>' in page
+    other = learning_agent(workspace, name="other-bot", register=False)
+    assert shown(f"agent={other.pk}") == set()
 
 
 def test_each_queue_lists_only_what_left_it(viewer, agent, person, workspace):
@@ -159,7 +168,7 @@ def test_each_queue_lists_only_what_left_it(viewer, agent, person, workspace):
     delta_reapprove(deltas=[orphan], actor=person, reason="still right")
 
     def ids(queue: str) -> set[int]:
-        html = viewer.get(f"/deltas/{queue}/decided/").content.decode()
+        html = without_ws(viewer.get(f"/deltas/{queue}/decided/").content.decode())
         return {d.pk for d in (staged, untrusted, orphan) if f'href="/deltas/{d.pk}/"' in html}
 
     assert ids("staged") == {staged.pk, orphan.pk}  # orphan was approved from staged first
@@ -206,3 +215,113 @@ def test_a_stale_orphan_shows_how_its_section_changed(viewer, agent, person, wor
     assert '<div class="dl del"' in change and "follow-up window" in change
     assert '<div class="dl add"' in change and "one business day" in change
     assert change.index("follow-up window") < change.index("one business day")
+
+
+# --- the diff a decision was made on ----------------------------------------------------
+
+
+@pytest.fixture
+def reviewer_client(member_client, workspace):
+    return member_client(workspace=workspace, role="reviewer")
+
+
+def _seen_digest(client, pk: int) -> str:
+    import re
+
+    html = client.get("/deltas/staged/").content.decode()
+    return re.search(
+        rf'action="/deltas/staged/{pk}/approve/".*?name="seen" value="([0-9a-f]{{64}})"',
+        html,
+        re.S,
+    ).group(1)
+
+
+def test_a_decision_keeps_the_diff_shown_and_the_page_shows_it_after_the_skill_moves_on(
+    reviewer_client, agent, workspace
+):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    seen = _seen_digest(reviewer_client, delta.pk)
+    response = reviewer_client.post(
+        f"/deltas/staged/{delta.pk}/approve/", {"reason": "as asked", "seen": seen}, **HX
+    )
+    assert response.status_code == 200
+    delta = SkillDelta.objects.get(pk=delta.pk)
+    assert delta.status == "active"
+    assert len(delta.decision_seen["digest"]) == 64  # of the whole diff, context included
+    assert delta.decision_seen["version"] == "1.0.0" and delta.decision_seen["with"] == [delta.pk]
+
+    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    assert 'data-testid="decided-diff"' in html and 'data-testid="moved-on"' not in html
+
+    register_v2(workspace)  # the skill moves on: the delta is orphaned, the base rewritten
+    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    decided = html[
+        html.index('data-testid="decided-diff"') : html.index(
+            "</figure>", html.index('data-testid="decided-diff"')
+        )
+    ]
+    assert "effective <b>triage-inbox</b> 1.0.0" in decided
+    assert "The skill has moved on since" in decided
+    assert '<b class="hunk-section">## Escalation</b>' in decided
+    assert "after 48 hours, not 72." in decided
+
+
+def test_another_line_approved_meanwhile_does_not_block_a_decision(reviewer_client, agent, person):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    seen = _seen_digest(reviewer_client, delta.pk)
+    # Someone approves another line nearby: the context moves, the change does not.
+    other = propose(agent, "Name the thread's age when escalating.")
+    delta_approve(delta=other, actor=person, reason="ok")
+    response = reviewer_client.post(
+        f"/deltas/staged/{delta.pk}/approve/", {"reason": "as asked", "seen": seen}, **HX
+    )
+    assert response.status_code == 200
+    assert SkillDelta.objects.get(pk=delta.pk).status == "active"
+
+
+def test_a_posted_change_that_is_not_the_current_one_is_refused(reviewer_client, agent):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    response = reviewer_client.post(
+        f"/deltas/staged/{delta.pk}/approve/", {"reason": "as asked", "seen": "0" * 64}, **HX
+    )
+    assert response.status_code == 422
+    assert "changed since this card was shown" in response.content.decode()
+    assert SkillDelta.objects.get(pk=delta.pk).status == "staged"
+
+
+def test_a_rejection_keeps_its_diff_too(reviewer_client, agent):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Keep replies short.", section="drafting-replies")
+    reviewer_client.post(f"/deltas/staged/{delta.pk}/reject/", {"reason": "too broad"}, **HX)
+    delta = SkillDelta.objects.get(pk=delta.pk)
+    assert delta.status == "archived" and delta.decision_seen["digest"]
+    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    assert 'data-testid="decided-diff"' in html and "## Drafting replies" in html
+
+
+def test_the_delta_page_has_one_h1_and_approves_and_rejects(reviewer_client, agent):
+    from memory.models import SkillDelta
+
+    delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    assert html.count("<h1") == 1
+    assert f'action="/deltas/staged/{delta.pk}/approve/"' in html
+    assert f'action="/deltas/staged/{delta.pk}/reject/"' in html
+    response = reviewer_client.post(
+        f"/deltas/staged/{delta.pk}/approve/", {"reason": "fine", "back": "detail"}
+    )
+    assert response.status_code == 303 and response["Location"] == f"/deltas/{delta.pk}/"
+    assert SkillDelta.objects.get(pk=delta.pk).status == "active"
+
+
+def test_a_viewer_sees_no_decision_forms_on_the_delta_page(viewer, agent):
+    delta = propose(agent)
+    html = viewer.get(f"/deltas/{delta.pk}/").content.decode()
+    assert 'data-testid="detail-actions"' not in html

@@ -64,44 +64,70 @@ def test_text_without_findings_is_only_escaped():
     assert highlight_findings("Escalate <CFO> mail") == "Escalate &lt;CFO&gt; mail"
 
 
-# --- scaffolding folded, side by side -------------------------------------------------
+# --- learned lines inside their section, side by side ---------------------------------
 
-BASE = "# Skill\n\n## Escalation\nWait 72 hours.\n"
-LEARNED = BASE + "\n## Learned adjustments\n\n### Escalation\n- Wait 48 hours, not 72.\n"
+BASE = "# Skill\n\nIntro.\n\n## Setup\nInstall it.\nThen log in.\n\n## Testing\nRun the suite.\n"
+BLOCK = "\n## Learned adjustments\n\n### Setup\n- Pin the version.\n"
 
 
-def test_the_learned_block_scaffolding_is_marked_and_not_counted():
-    from reviews.diffs import mark_scaffolding
+def _effective(text, tools=("a",)):
+    return {"text": text, "skill_tools": list(tools)}
 
-    lines = mark_scaffolding(unified_diff(BASE, LEARNED), after=LEARNED)
-    scaffold = [line.text for line in lines if line.scaffold]
-    assert scaffold == ["", "## Learned adjustments", "", "### Escalation"]
-    assert [line.text for line in lines if line.kind == "add" and not line.scaffold] == [
-        "- Wait 48 hours, not 72."
-    ]
+
+def test_a_learned_line_sits_at_the_end_of_its_own_section_not_of_the_skill():
+    from reviews.diffs import sectioned_render
+
+    text = sectioned_render(_effective(BASE + BLOCK), base_body=BASE)
+    assert "Learned adjustments" not in text
+    body = text.split("---\n", 2)[2]
+    assert body.index("- Pin the version.") < body.index("## Testing")
+    assert "Then log in.\n- Pin the version.\n\n## Testing" in body
+
+
+def test_the_diff_of_a_setup_delta_names_setup_with_its_neighbouring_lines():
+    from reviews.diffs import sectioned_render, side_by_side
+
+    before = sectioned_render(_effective(BASE), base_body=BASE)
+    after = sectioned_render(_effective(BASE + BLOCK), base_body=BASE)
+    lines = unified_diff(before, after)
+    assert [line.text for line in lines if line.kind == "add"] == ["- Pin the version."]
+    hunk = lines[0]
+    assert hunk.kind == "hunk" and hunk.section == "## Setup"
+    context = [line.text for line in lines if line.kind == "ctx"]
+    assert "Then log in." in context and "## Testing" in context
     assert diff_counts(lines) == {"added": 1, "removed": 0}
-    # Base lines before the block are never scaffolding, even blank or "###" ones.
-    assert not any(line.scaffold for line in lines if line.new and line.new <= 4)
+    # Side by side keeps the same hunk heading and places the line in the same row order.
+    rows = side_by_side(lines)
+    assert rows[0]["hunk"].section == "## Setup"
+    texts = [r["new"].text for r in rows if not r["hunk"] and r["new"]]
+    assert texts.index("- Pin the version.") == texts.index("Then log in.") + 1
 
 
-def test_scaffolding_runs_are_folded_into_blocks():
-    from reviews.diffs import diff_blocks, mark_scaffolding
+def test_a_far_heading_is_still_named_on_the_hunk():
+    from reviews.diffs import sectioned_render
 
-    blocks = diff_blocks(mark_scaffolding(unified_diff(BASE, LEARNED), after=LEARNED))
-    assert [b["fold"] for b in blocks] == [False, True, False]
-    assert [line.text for line in blocks[1]["lines"]] == [
-        "",
-        "## Learned adjustments",
-        "",
-        "### Escalation",
-    ]
+    long = BASE.replace("Install it.\n", "".join(f"Step {i}.\n" for i in range(10)))
+    before = sectioned_render(_effective(long), base_body=long)
+    after = sectioned_render(_effective(long + BLOCK), base_body=long)
+    lines = unified_diff(before, after)
+    assert "## Setup" not in [line.text for line in lines]
+    assert lines[0].section == "## Setup"
 
 
-def test_a_text_without_a_learned_block_has_no_scaffolding():
-    from reviews.diffs import mark_scaffolding
+def test_whole_skill_lines_and_sections_not_in_the_base_go_to_the_end_of_the_body():
+    from reviews.diffs import sectioned_render
 
-    lines = mark_scaffolding(unified_diff("a\n\nb\n", "a\n\n### b\n"), after="a\n\n### b\n")
-    assert not any(line.scaffold for line in lines)
+    block = "\n## Learned adjustments\n\n### Whole skill\n- Be brief.\n\n### gone\n- Old.\n"
+    text = sectioned_render(_effective(BASE + block), base_body=BASE)
+    assert text.endswith("Run the suite.\n- Be brief.\n- Old.\n")
+
+
+def test_a_text_without_learned_lines_is_the_base_under_its_tools():
+    from reviews.diffs import sectioned_render
+
+    assert sectioned_render(_effective(BASE, ["x", "y"]), base_body=BASE) == (
+        "---\ntools: [x, y]\n---\n" + BASE
+    )
 
 
 def test_side_by_side_pairs_removed_lines_with_their_replacements():

@@ -59,6 +59,10 @@ def test_an_admin_imports_into_an_empty_workspace_and_sees_the_report(
     # Now the workspace holds data: the form says why it is gone instead.
     page = admin.get("/exports/").content.decode()
     assert 'data-testid="import-not-empty"' in page and 'name="file"' not in page
+    # The hint names the person's own (existing) username, so it says the command keeps
+    # their password (create_user resets one only with --reset-password).
+    assert f"NEW_WORKSPACE {admin.user.username} admin --create-workspace" in page
+    assert "leaves your password alone" in page and "--reset-password" not in page
 
 
 def test_without_htmx_it_redirects_with_the_report_as_a_message(member_client, empty, export_file):

@@ -95,7 +95,7 @@ def test_running_and_queued_rows_poll_and_finished_rows_do_not(viewer, workspace
         start = html.index(f'<tr id="job-{run.pk}"')
         return html[start : html.index(">", start)]
 
-    assert f'hx-get="/jobs/{running.pk}/" hx-trigger="every 2s"' in row(running)
+    assert f'hx-get="/jobs/{running.pk}/?ws={workspace.name}" hx-trigger="every 2s"' in row(running)
     assert 'hx-trigger="every 2s"' in row(queued)
     assert "hx-trigger" not in row(done)
     assert '<progress max="100" value="30"' in html
@@ -126,7 +126,8 @@ def test_the_detail_page_shows_the_whole_run(viewer, workspace):
     response = viewer.get(f"/jobs/{run.pk}/")
     html = response.content.decode()
     assert response.status_code == 200 and "<html" in html
-    assert 'id="job-detail"' in html and "hx-trigger" not in html
+    section = html[html.index('<section class="card" id="job-detail"') :]
+    assert "hx-trigger" not in section[: section.index(">")]
     assert "Traceback (most recent call last):" in html and "&#x27;days&#x27;: 30" in html
     # Its own poller asks for the detail card, not the row.
     running = JobRunFactory(workspace=workspace, status="running", started_at=timezone.now())
@@ -250,3 +251,21 @@ def test_run_now_needs_the_csrf_token(member_client, workspace, client):
     admin.handler.enforce_csrf_checks = True
     assert admin.post("/jobs/run/decay/").status_code == 403
     assert not JobRun.objects.exists()
+
+
+def test_run_now_describes_each_job_and_prune_needs_a_confirmation(member_client, workspace):
+    from memory.models import JobRun
+
+    admin = member_client(workspace=workspace, role="admin")
+    html = admin.get("/jobs/").content.decode()
+    assert 'data-testid="describe-prune"' in html and "for good" in html
+    assert 'data-testid="describe-decay"' in html and "Pinned items are exempt" in html
+    assert 'name="confirm" value="yes" required' in html
+    response = admin.post("/jobs/run/prune/", follow=True)
+    assert "deletes data for good" in response.content.decode()
+    assert not JobRun.objects.filter(kind="prune", workspace=workspace).exists()
+    admin.post("/jobs/run/prune/", {"confirm": "yes"})
+    assert JobRun.objects.filter(kind="prune", workspace=workspace).count() == 1
+    # Other jobs run on one click, as before.
+    admin.post("/jobs/run/decay/")
+    assert JobRun.objects.filter(kind="decay", workspace=workspace).count() == 1

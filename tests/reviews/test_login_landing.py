@@ -92,3 +92,8 @@ def test_a_failed_login_sets_nothing(client, default, demo):
     person(default, demo)
     response = client.post("/login/", {"username": "alice", "password": "wrong"})
     assert response.status_code == 200 and SESSION_KEY not in client.session
+
+
+def test_the_login_page_hint_for_a_lost_password_says_it_resets_it(client):
+    html = client.get("/login/").content.decode()
+    assert "create_user default admin admin --reset-password" in html

@@ -218,17 +218,18 @@ def test_bulk_reapprove_reports_what_happened_to_each(reviewer, orphans):
     assert response.status_code == 200
     html = response.content.decode()
     report = html[html.index('data-testid="reapprove-report"') :]
-    assert re.search(r'data-testid="report-reapproved">2<', report)
-    assert re.search(r'data-testid="report-stale">1<', report)
+    assert re.search(r'data-testid="report-reapproved">1<', report)
     assert re.search(r'data-testid="report-quarantined">1<', report)
-    assert re.search(r'data-testid="report-refused">2<', report)
+    assert re.search(r'data-testid="report-refused">3<', report)
     assert "no longer exists in 2.0.0" in report and "Not enough evidence" in report
-    assert "Re-approved 2 of 5 (1 stale); 1 back in quarantine; 2 refused." in html  # the toast
-    assert re.search(r'id="nav-orphans"[^>]*>2<', html)
+    # A stale orphan is never re-approved in bulk: it is read on its own card.
+    assert "re-approve it on its own" in report
+    assert "Re-approved 1 of 5; 1 back in quarantine; 3 refused." in html  # the toast
+    assert re.search(r'id="nav-orphans"[^>]*>3<', html)
     statuses = dict(SkillDelta.objects.filter(pk__in=ids).values_list("pk", "status"))
     assert statuses == {
         orphans["same"].pk: "active",
-        orphans["stale"].pk: "active",
+        orphans["stale"].pk: "orphaned",
         orphans["untrusted"].pk: "quarantined",
         orphans["evidence"].pk: "orphaned",
         orphans["gone"].pk: "orphaned",
@@ -236,7 +237,7 @@ def test_bulk_reapprove_reports_what_happened_to_each(reviewer, orphans):
     # One service call: every change is audited with the one reason.
     assert (
         AuditEvent.objects.filter(action="delta.reapprove", reason="reviewed against v2").count()
-        == 3
+        == 2
     )
     # The refused ones are still listed for a decision; the others are gone from the list.
     assert f'id="delta-{orphans["gone"].pk}"' in html
@@ -246,7 +247,19 @@ def test_bulk_reapprove_reports_what_happened_to_each(reviewer, orphans):
 def test_bulk_reapprove_of_some(reviewer, orphans):
     ids = [orphans["same"].pk, orphans["stale"].pk]
     reviewer.post("/deltas/orphans/reapprove/", {"ids": ids, "reason": "ok"}, **HX)
-    assert SkillDelta.objects.filter(status="orphaned").count() == 3
+    assert SkillDelta.objects.filter(status="orphaned").count() == 4  # the stale one stays
+
+
+def test_a_stale_orphan_cannot_be_ticked_for_bulk_but_is_reapproved_on_its_own(reviewer, orphans):
+    html = reviewer.get("/deltas/orphans/").content.decode()
+    assert f'name="ids" value="{orphans["stale"].pk}"' not in html
+    assert f'name="ids" value="{orphans["same"].pk}"' in html
+    pk = orphans["stale"].pk
+    response = reviewer.post(
+        f"/deltas/orphans/{pk}/reapprove/", {"reason": "read against the new text"}, **HX
+    )
+    assert response.status_code == 200
+    assert SkillDelta.objects.get(pk=pk).status == "active"
 
 
 def test_bulk_reapprove_needs_a_selection_and_a_reason(reviewer, orphans):

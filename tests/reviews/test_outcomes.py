@@ -6,6 +6,7 @@ from memory.models import Outcome
 from tests.factories.identity import AgentFactory, WorkspaceFactory
 from tests.factories.lessons import BLOG, LessonFactory, check, digest, step
 from tests.factories.review import LessonEvidenceFactory, OutcomeFactory
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -113,10 +114,19 @@ def test_a_turn_links_what_it_confirmed_contradicted_and_taught(viewer, workspac
     )
     LessonEvidenceFactory(lesson=confirmed, outcome=outcome)
     html = viewer.get(f"/outcomes/{outcome.pk}/").content.decode()
-    assert f'<a class="chip ok" href="/lessons/{confirmed.pk}/">lesson #{confirmed.pk}</a>' in html
-    assert f'<a class="chip new" href="/lessons/{learned.pk}/">lesson #{learned.pk}</a>' in html
-    assert '<a class="chip bad" href="/knowledge/7/">knowledge #7</a>' in html
-    assert f'href="/lessons/{confirmed.pk}/">#{confirmed.pk} Run pytest from the root.</a>' in html
+    assert (
+        f'<a class="chip ok" href="/lessons/{confirmed.pk}/">lesson #{confirmed.pk}</a>'
+        in without_ws(html)
+    )
+    assert (
+        f'<a class="chip new" href="/lessons/{learned.pk}/">lesson #{learned.pk}</a>'
+        in without_ws(html)
+    )
+    assert '<a class="chip bad" href="/knowledge/7/">knowledge #7</a>' in without_ws(html)
+    assert (
+        f'href="/lessons/{confirmed.pk}/">#{confirmed.pk} Run pytest from the root.</a>'
+        in without_ws(html)
+    )
 
 
 def test_an_unverified_turn_says_nothing_was_confirmed(viewer, workspace):
@@ -181,3 +191,31 @@ def test_the_list_stays_bounded_at_10000_outcomes(viewer, workspace, django_asse
         with django_assert_max_num_queries(5):
             filtered = viewer.get(f"/outcomes/{query}", **HX)
         assert len(filtered.context["page"]) > 0
+
+
+def test_each_turn_shows_who_reported_it_and_filters_by_it(viewer, workspace):
+    agent = AgentFactory(workspace=workspace)
+    harness = OutcomeFactory(workspace=workspace, agent=agent, channel="harness")
+    told = OutcomeFactory(workspace=workspace, agent=agent, channel="agent")
+    html = viewer.get("/outcomes/").content.decode()
+    assert "as the harness saw it" not in html
+    harness_cell = html[html.index(f'data-testid="channel-{harness.pk}"') :]
+    assert "harness-verified" in harness_cell[:300] and "self-report" not in harness_cell[:300]
+    told_cell = html[html.index(f'data-testid="channel-{told.pk}"') :]
+    assert "self-report" in told_cell[:300]
+    only = viewer.get("/outcomes/?channel=agent", HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="outcome-{told.pk}"' in only and f'id="outcome-{harness.pk}"' not in only
+    only = viewer.get("/outcomes/?channel=harness").content.decode()
+    assert f'id="outcome-{harness.pk}"' in only and f'id="outcome-{told.pk}"' not in only
+    assert '<option value="harness" selected>' in only
+    # An unknown channel is no filter at all.
+    both = viewer.get("/outcomes/?channel=nonsense").content.decode()
+    assert f'id="outcome-{harness.pk}"' in both and f'id="outcome-{told.pk}"' in both
+
+
+def test_an_agent_reported_turn_says_it_is_a_self_report(viewer, workspace):
+    told = OutcomeFactory(
+        workspace=workspace, agent=AgentFactory(workspace=workspace), channel="agent"
+    )
+    html = viewer.get(f"/outcomes/{told.pk}/").content.decode()
+    assert 'data-testid="self-report"' in html and "worth nothing as evidence" in html

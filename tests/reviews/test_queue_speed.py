@@ -44,7 +44,7 @@ def _cards(html: str) -> list[int]:
 def test_the_queue_says_how_many_wait_and_pages_do_not_hide_it(reviewer, agent):
     bulk_deltas(agent, 7)
     html = reviewer.get("/deltas/staged/?size=5").content.decode()
-    assert "<b>7</b> waiting · 5 on this page" in html
+    assert '<b id="queue-total-staged">7</b> waiting · 5 on this page' in html
     assert len(_cards(html)) == 5
 
 
@@ -162,10 +162,13 @@ def test_the_orphan_notice_closes_when_its_orphans_are_all_handled(reviewer, age
     register_v2(workspace)
     banner = "need re-approval"
     assert banner in reviewer.get("/deltas/orphans/").content.decode()
+    # The escalation section was rewritten (stale): it is re-approved on its own card.
     response = reviewer.post(
-        "/deltas/orphans/reapprove/", {"ids": [one.pk], "reason": "still right"}, **HX
+        f"/deltas/orphans/{one.pk}/reapprove/", {"reason": "still right"}, **HX
     )
-    assert banner in response.content.decode()  # one orphan left: still open
+    assert response.status_code == 200
+    # One orphan left: the notice is still open.
+    assert banner in reviewer.get("/deltas/orphans/").content.decode()
     delta_reject(delta=SkillDelta.objects.get(pk=two.pk), actor=person, reason="gone")
     assert banner not in reviewer.get("/deltas/orphans/").content.decode()
     dashboard = reviewer.get("/dashboard/").content.decode()

@@ -157,7 +157,9 @@ def test_the_diff_tab_shows_what_learning_adds(viewer, agent, workspace):
     removed = re.findall(
         r'<div class="dl del"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>', html
     )
-    assert "- Sign with a first name." in added and "## Learned adjustments" in added
+    # The learned line is shown in its own section, not under an appended block.
+    assert "- Sign with a first name." in added and "## Learned adjustments" not in added
+    assert html.index("Keep replies short and polite.") < html.index("- Sign with a first name.")
     assert "tools: [triage_inbox, summarize_thread, pre_scan_inbox]" in added
     assert removed == ["tools: [triage_inbox, summarize_thread]"]
 

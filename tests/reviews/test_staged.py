@@ -14,6 +14,7 @@ from tests.factories.skills import (
     learning_agent,
     propose,
 )
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -52,17 +53,17 @@ def test_it_lists_staged_deltas_with_their_diff_as_a_full_page(viewer, agent):
     card = _card(html, delta.pk)
     assert "triage-inbox" in card and "#escalation" in card and "gaia/chat" in card
     assert "user instruction" in card and "sess_91f3#12" in card  # provenance and turns
-    # The diff: the learned line is the one change; the block's headings and blank lines
-    # are scaffolding, folded and not counted; the base is grey context.
+    # The diff: the learned line is the one change, shown inside its own section (the
+    # hunk names it, the section's last line is its neighbour); the base is grey context.
     added = re.findall(
         r'<div class="dl add"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>', card
     )
     assert added == ["- Escalate anything from the CFO after 48 hours, not 72."]
-    scaffold = re.findall(
-        r'<div class="dl add scaffold"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>', card
-    )
-    assert scaffold == ["", "## Learned adjustments", "", "### Escalation"]
-    assert "4 lines of Learned-adjustments scaffolding folded" in card
+    assert '<b class="hunk-section">## Escalation</b>' in card
+    assert "Learned adjustments</" not in card
+    unified = card[card.index('aria-label="Unified diff"') : card.index("Side-by-side diff")]
+    assert unified.index("without a reply.") < unified.index("after 48 hours, not 72.")
+    assert unified.index("after 48 hours, not 72.") < unified.index("## Drafting replies")
     assert '<span class="add">+1</span> <span class="del">−0</span>' in card
     assert '<div class="dl ctx"' in card and "Keep replies short and polite." in card
     assert '<div class="dl del"' not in card
@@ -100,20 +101,13 @@ def test_the_diff_is_against_the_active_deltas_not_the_bare_base(viewer, agent, 
     delta_approve(delta=active, actor=Actor.for_user(make_reviewer(workspace)), reason="ok")
     delta = propose(agent, "Escalate CFO threads after 48 hours.")
     card = _card(viewer.get("/deltas/staged/").content.decode(), delta.pk)
-    # The learned block already exists, so only the new section and line are added.
-    context = re.findall(
-        r'<div class="dl ctx"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>', card
-    )
-    assert "- Sign replies with a first name only." in context
+    # The active delta is already in the "without" side (in its own section, beyond this
+    # hunk's context): only the new line is added, in its own section.
     added = re.findall(
         r'<div class="dl add"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>', card
     )
-    scaffold = re.findall(
-        r'<div class="dl (?:add|ctx) scaffold"[^>]*>.*?<span class="tx"[^>]*>(.*?)</span></div>',
-        card,
-    )
-    assert "- Escalate CFO threads after 48 hours." in added
-    assert "### Escalation" in scaffold and "## Learned adjustments" not in added + scaffold
+    assert added == ["- Escalate CFO threads after 48 hours."]
+    assert '<b class="hunk-section">## Escalation</b>' in card
 
 
 def test_payload_html_is_escaped_in_the_diff(viewer, agent):
@@ -364,7 +358,7 @@ def test_the_ledger_shows_where_each_sample_came_from_and_links_the_outcome(revi
     )
     card = _card(reviewer.get("/deltas/staged/").content.decode(), delta.pk)
     # The backing outcome of the provenance is a sample too only if the delta was in play.
-    assert f'href="/outcomes/{body["id"]}/"' in card
+    assert f'href="/outcomes/{body["id"]}/"' in without_ws(card)
     assert f"outcome #{body['id']}" in card
     assert "from harness feedback <code>undo-7</code>" in card
     assert "negative" in card and "positive" in card

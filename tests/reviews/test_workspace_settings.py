@@ -59,3 +59,26 @@ def test_the_outcome_page_shows_the_digest_otherwise(member_client, workspace):
     outcome = OutcomeFactory(workspace=workspace, goal_digest="b" * 64)
     html = viewer.get(f"/outcomes/{outcome.pk}/").content.decode()
     assert "bbbbbbbbbbbb" in html and "(digest only" in html
+
+
+def test_an_admin_turns_auto_approval_of_user_instructions_on_audited(member_client, workspace):
+    from memory.identity.services import workspace_setting
+    from tests.factories.skills import learning_agent, propose
+
+    admin = member_client(workspace=workspace, role="admin")
+    html = admin.get("/workspace/settings/").content.decode()
+    assert 'data-testid="auto-approve"' in html and 'data-testid="auto-approve" checked' not in html
+    response = admin.post(
+        "/workspace/settings/save/",
+        {"setting": "auto_approve_user_instruction", "auto_approve_user_instruction": "on"},
+        follow=True,
+    )
+    assert "approved at once from now on" in response.content.decode()
+    workspace.refresh_from_db()
+    assert workspace_setting(workspace=workspace, name="auto_approve_user_instruction")
+    # A person's cited instruction now becomes active without a reviewer.
+    delta = propose(learning_agent(workspace, name="gaia/chat"), "Escalate after 48 hours.")
+    delta.refresh_from_db()
+    assert delta.status == "active"
+    # The goal-text switch is left as it was.
+    assert not workspace_setting(workspace=workspace, name="store_goal_text")

@@ -39,12 +39,73 @@ def test_create_user_creates_the_workspace_only_when_asked_and_says_so():
         "create_user", "team", "bob", "viewer", "--create-workspace", stdout=out, stderr=err
     )
     assert "Created workspace 'team'" in err.getvalue()
-    assert "User 'bob' is viewer in 'team'" in err.getvalue()
+    assert "Created user 'bob', viewer in 'team'" in err.getvalue()
     assert out.getvalue().strip()  # the password, last
     assert AuditEvent.objects.filter(action="workspace.create", workspace__name="team").exists()
     err = io.StringIO()
     call_command("create_user", "team", "ann", "admin", stdout=io.StringIO(), stderr=err)
     assert "Created workspace" not in err.getvalue()
+
+
+def test_create_user_on_an_existing_user_leaves_the_password_alone_and_says_so():
+    from django.contrib.auth import get_user_model
+
+    from memory.models import Membership
+
+    call_command(
+        "create_user",
+        "team",
+        "ada",
+        "admin",
+        "--create-workspace",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    ada = get_user_model().objects.get(username="ada")
+    ada.set_password("ada-own-password")
+    ada.save()
+    call_command(
+        "create_user",
+        "other",
+        "x",
+        "viewer",
+        "--create-workspace",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    # The import hint's command, run as written with an existing username.
+    out, err = io.StringIO(), io.StringIO()
+    call_command("create_user", "other", "ada", "admin", stdout=out, stderr=err)
+    ada.refresh_from_db()
+    assert ada.check_password("ada-own-password")
+    assert out.getvalue() == ""  # no password printed: none was set
+    assert "User 'ada' exists; added as admin in 'other'" in err.getvalue()
+    assert "password is unchanged" in err.getvalue() and "--reset-password" in err.getvalue()
+    assert Membership.objects.get(user=ada, workspace__name="other").role == "admin"
+    # A role change says what it was.
+    err = io.StringIO()
+    call_command("create_user", "other", "ada", "viewer", stdout=out, stderr=err)
+    assert "now viewer in 'other' (was admin)" in err.getvalue()
+    assert ada.check_password("ada-own-password")
+
+
+def test_create_user_resets_a_password_only_when_told_to():
+    from django.contrib.auth import get_user_model
+
+    call_command(
+        "create_user",
+        "team",
+        "ada",
+        "admin",
+        "--create-workspace",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    out, err = io.StringIO(), io.StringIO()
+    call_command("create_user", "team", "ada", "admin", "--reset-password", stdout=out, stderr=err)
+    new = out.getvalue().strip()
+    assert new and "password was reset" in err.getvalue()
+    assert get_user_model().objects.get(username="ada").check_password(new)
 
 
 def test_create_agent_says_whether_the_agent_is_new():
