@@ -122,7 +122,11 @@ def rich(workspace):
         namespace="priority_senders",
         key="alpha-lead",
         value={"email": "new-lead@alpha.example.com"},
-        provenance=backed(a, {"source": "user_instruction", "turns": ["sess-alpha#9"]}),
+        provenance=backed(
+            a,
+            {"source": "user_instruction", "turns": ["sess-alpha#9"]},
+            said="new-lead@alpha.example.com",
+        ),
     )
     token_issue(agent=a, scope="admin")
     return workspace
