@@ -582,6 +582,13 @@ CELERY_BEAT_SCHEDULE["prune"] = {
 _WEBHOOK_RETRY = envstr("CAIRN_WEBHOOK_RETRY_S", "10,60,300,1800,7200")
 CAIRN_WEBHOOK_RETRY_S = [float(s) for s in _WEBHOOK_RETRY.split(",") if s]
 CAIRN_WEBHOOK_TIMEOUT_S = envfloat("CAIRN_WEBHOOK_TIMEOUT_S", 5.0)
+# Webhooks go to public addresses only (memory/webhooks/destination.py). Internal
+# receivers an operator trusts are listed here, comma-separated: host names
+# ("hooks.internal") or addresses and networks ("10.1.2.3", "10.20.0.0/16").
+# Cloud metadata addresses are refused even when listed.
+CAIRN_WEBHOOK_ALLOW_HOSTS = [
+    h.strip() for h in envstr("CAIRN_WEBHOOK_ALLOW_HOSTS", "").split(",") if h.strip()
+]
 CAIRN_RETENTION_WEBHOOK_DAYS = envint("CAIRN_RETENTION_WEBHOOK_DAYS", 30)
 
 LOGGING = {
