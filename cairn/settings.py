@@ -565,6 +565,10 @@ CAIRN_REAPER_EVERY_S = envint("CAIRN_REAPER_EVERY_S", 120)
 CAIRN_REAPER_GRACE_S = envint("CAIRN_REAPER_GRACE_S", 10)
 CAIRN_REAPER_INSPECT_S = envfloat("CAIRN_REAPER_INSPECT_S", 2.0)
 CAIRN_REAPER_MAX_RESUMES = 5
+# A run still `queued` this long after it was queued has lost its message (a worker
+# claims a run the moment it takes the message): the reaper sends erasures and
+# exports again and marks other kinds failed, and "Run now" queues a new run.
+CAIRN_REAPER_QUEUED_S = envint("CAIRN_REAPER_QUEUED_S", 900)
 CELERY_BEAT_SCHEDULE["jobs-reap"] = {
     "task": "memory.tasks.jobs_reap",
     "schedule": CAIRN_REAPER_EVERY_S,
