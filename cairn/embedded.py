@@ -125,6 +125,11 @@ def _ensure_database_exists(info) -> None:
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+        # WAL segments an erasure has checkpointed past are deleted, not renamed for
+        # reuse with the erased rows still in them (docs/operating/hardening.md).
+        if conn.execute("SHOW wal_recycle").fetchone()[0] != "off":
+            conn.execute("ALTER SYSTEM SET wal_recycle = off")
+            conn.execute("SELECT pg_reload_conf()")
 
 
 def stop_database() -> bool:

@@ -555,6 +555,17 @@ CAIRN_ERASURE_TEXT_MAX_CHARS = 2000
 # VACUUM after an erasure also truncates empty trailing pages (the file shrinks),
 # waiting up to 5 s per table for concurrent transactions' locks.
 CAIRN_ERASURE_VACUUM_TRUNCATE = envbool("CAIRN_ERASURE_VACUUM_TRUNCATE", True)
+# A table busy when the erasure vacuums it (autovacuum, a killed worker's session)
+# is vacuumed again, waiting this long for its lock; a rewrite waits as long.
+CAIRN_ERASURE_VACUUM_WAIT_S = envfloat("CAIRN_ERASURE_VACUUM_WAIT_S", 30.0)
+# Tables an erasure deleted from are rewritten (VACUUM FULL), so the erased bytes
+# leave the table files (plain VACUUM frees their space but leaves them there until
+# overwritten). Each table is locked while it is copied.
+CAIRN_ERASURE_REWRITE = envbool("CAIRN_ERASURE_REWRITE", True)
+# After an erasure: switch to a new WAL segment and CHECKPOINT, so the segments that
+# recorded the erased rows are let go (needs a superuser or pg_checkpoint and EXECUTE
+# on pg_switch_wal; the receipt's effects say whether it ran).
+CAIRN_ERASURE_WAL_SWITCH = envbool("CAIRN_ERASURE_WAL_SWITCH", True)
 # Export records are read in chunks of this many rows.
 CAIRN_EXPORT_CHUNK = envint("CAIRN_EXPORT_CHUNK", 500)
 # The reaper (memory.tasks.jobs_reap): on every worker start and on beat, a
@@ -576,6 +587,13 @@ CELERY_BEAT_SCHEDULE["jobs-reap"] = {
 # The largest export file an admin may upload on the Export page (the command line
 # `manage.py import_export` has no limit).
 CAIRN_IMPORT_MAX_BYTES = envint("CAIRN_IMPORT_MAX_BYTES", 512 * 1024 * 1024)
+# Exports are signed with a key derived from SECRET_KEY; an import keeps who reported
+# each row (harness, person, approvals) only from a file signed by this installation
+# or by a key listed here (comma-separated; `manage.py export_signing_key` prints an
+# installation's key). Anything else arrives as the agent's word, pending review.
+CAIRN_IMPORT_TRUSTED_KEYS = [
+    k.strip() for k in envstr("CAIRN_IMPORT_TRUSTED_KEYS", "").split(",") if k.strip()
+]
 CELERY_BEAT_SCHEDULE["prune"] = {
     "task": "memory.tasks.prune",
     "schedule": envint("CAIRN_PRUNE_EVERY_S", 3600),

@@ -45,6 +45,7 @@ from memory.models import JobRun, Workspace
 from memory.privacy.datamap import TABLES, Plan, followers_of
 from memory.privacy.references import json_specs
 from memory.privacy.selection import Selector, selector_from_message
+from memory.privacy.signing import SigningWriter
 from memory.privacy.tables import ById, Table
 
 FORMAT = "cairn-export"
@@ -284,7 +285,8 @@ def export_write(
     fmt: str = "json",
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
-    """Write the export to the text stream ``out``; returns record counts per section."""
+    """Write the export to the text stream ``out``, signed with this installation's
+    export key; returns record counts per section."""
     if fmt not in FORMATS:
         raise ApplicationError(
             f"format must be one of {', '.join(FORMATS)}.", fields={"format": ["invalid"]}
@@ -294,6 +296,7 @@ def export_write(
     total = sum(counts.values())
     header = _header(workspace, selector, counts)
     done = 0
+    signed_out, out = out, SigningWriter(out)
 
     def dumps(obj) -> str:
         return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -323,10 +326,13 @@ def export_write(
                 progress(done, total)
         if fmt == "json":
             out.write("]}")
+    # The signature covers every byte before it (memory/privacy/signing.py).
     if fmt == "jsonl":
         out.write(dumps({"type": "end", "counts": counts}) + "\n")
+        signed_out.write(dumps({"type": "signature", **out.signature()}) + "\n")
     else:
-        out.write("}}\n")
+        out.write("}")
+        signed_out.write(',"signature":' + dumps(out.signature()) + "}\n")
     if progress:
         progress(total, total)
     return counts
