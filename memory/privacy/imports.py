@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import models, transaction
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, models, transaction
 from django.utils.dateparse import parse_datetime
 
 from cairn.errors import ApplicationError
@@ -18,6 +19,7 @@ from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
+from memory.core.secrets import scan_fields
 from memory.models import (
     Category,
     Channel,
@@ -185,14 +187,65 @@ def import_check(*, path: Path) -> _Loaded:
     return loaded
 
 
-@transaction.atomic
+# What a hand-edited or damaged file raises from inside the import: a wrong type where
+# a record field is read, a value a column refuses, a reference that cannot resolve.
+MALFORMED = (
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+    DatabaseError,
+    ValidationError,
+    RuntimeError,
+)
+
+
 def export_import(
+    *, workspace: Workspace, path: Path, actor: Actor, progress: Progress | None = None
+) -> ImportReport:
+    """``export_import_run``, with any damage in the file answered as a 422 naming the
+    file (nothing is imported: the import is one transaction), never a traceback."""
+    try:
+        return export_import_run(workspace=workspace, path=path, actor=actor, progress=progress)
+    except ApplicationError:
+        raise
+    except MALFORMED as exc:
+        raise ApplicationError(
+            "The file is not a well-formed Cairn export (a record has a missing or wrong "
+            f"value: {type(exc).__name__}). Nothing was imported.",
+            code="invalid_export",
+            fields={"file": ["malformed export"]},
+        ) from exc
+
+
+def credentials_refuse(loaded: _Loaded) -> None:
+    """Refuse (422) a file holding what looks like a credential in any record: the
+    import is a write like any other, and Cairn never stores secrets."""
+    for name, records in loaded.sections.items():
+        for record in records:
+            if not isinstance(record, dict):
+                continue
+            found = scan_fields({f"{name}.{key}": value for key, value in record.items()})
+            if found:
+                where = next(iter(found))
+                raise ApplicationError(
+                    f"Refused: {where} (record {record.get('id')}) looks like it contains a "
+                    f"{found[where].kind}. Cairn never stores secrets; remove it from the "
+                    "file and import again. Nothing was imported.",
+                    code="credential_refused",
+                    fields={"file": [f"{where} looks like a {found[where].kind}"]},
+                )
+
+
+@transaction.atomic
+def export_import_run(
     *, workspace: Workspace, path: Path, actor: Actor, progress: Progress | None = None
 ) -> ImportReport:
     """Load an export into an EMPTY workspace in one transaction; returns the report.
 
-    1. Refuse (422) a workspace that already holds learned data, and files that
-       are not a Cairn export of a known version. A file not signed by a trusted
+    1. Refuse (422) a workspace that already holds learned data, files that are
+       not a Cairn export of a known version, and files holding credentials. A file not signed by a trusted
        key (``memory.privacy.signing``) is imported as the agent's word
        (``as_claimed``), without learned facts.
     2. Create sections in order, mapping every exported id to the new row's id;
@@ -204,6 +257,7 @@ def export_import(
        is a bug, and the whole import rolls back.
     """
     loaded = import_check(path=path)
+    credentials_refuse(loaded)
     if not workspace_is_empty(workspace=workspace):
         raise ApplicationError(
             f"Workspace {workspace.name!r} already holds data; import only into an empty "
