@@ -59,6 +59,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "cairn.guard.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Before the session and CSRF middleware: it sees the cookies they set.
+    "cairn.cookies.SecureCookiesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -229,6 +231,16 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "reviews:dashboard"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
+# Secure cookies (docs/operating/hardening.md): always when SITE_URL is https://
+# (or SESSION_/CSRF_COOKIE_SECURE say so); and per response whenever the request
+# came over HTTPS (cairn.cookies). Behind a proxy that ends TLS, set
+# CAIRN_BEHIND_HTTPS_PROXY=true so its X-Forwarded-Proto counts; only where the
+# proxy sets that header itself (a client could send it otherwise).
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", SITE_URL.startswith("https://"))
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", SITE_URL.startswith("https://"))
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if envbool("CAIRN_BEHIND_HTTPS_PROXY", False) else None
+)
 CSRF_FAILURE_VIEW = "reviews.session.csrf_failure"
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True
