@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from cairn.errors import ApplicationError
 from memory.core.locks import advisory_lock
 from memory.models import JobRun
 
@@ -53,7 +54,8 @@ def job_recorded(
        already finished (given up on as lost) is not run again.
     2. Take the advisory lock; if another run holds it, record ``skipped``.
     3. Yield the run (``run.counts`` is filled in by the body); record success
-       or the error with its traceback, and re-raise errors.
+       or the error (an ``ApplicationError``'s own message, else the traceback),
+       and re-raise errors.
     """
     if run_id is not None:
         run = JobRun.objects.get(pk=run_id)
@@ -79,6 +81,14 @@ def job_recorded(
             return
         try:
             yield run
+        except ApplicationError as exc:
+            # A failure the job explains itself: its sentence, not a traceback with
+            # the server's paths (the worker log keeps the traceback).
+            run.status = JobRun.Status.FAILED
+            run.error = exc.message[:4000]
+            run.finished_at = timezone.now()
+            run.save(update_fields=["status", "error", "finished_at", "counts", "result"])
+            raise
         except Exception:
             run.status = JobRun.Status.FAILED
             run.error = traceback.format_exc()[-4000:]

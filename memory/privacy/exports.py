@@ -388,17 +388,36 @@ def export_job(*, run: JobRun) -> None:
     def progress(done: int, total: int) -> None:
         job_progress(run=run, done=done, total=total)
 
-    with open(partial, "w", encoding="utf-8") as out:
-        counts = export_write(
-            workspace=workspace, selector=selector, out=out, fmt=fmt, progress=progress
-        )
-    os.replace(partial, path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    try:
+        with open(partial, "w", encoding="utf-8") as out:
+            counts = export_write(
+                workspace=workspace, selector=selector, out=out, fmt=fmt, progress=progress
+            )
+        os.replace(partial, path)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        size = path.stat().st_size
+    except FileNotFoundError:
+        # An erasure in this workspace deletes every export file, partial ones too (they
+        # may hold erased rows): this export is void. Said plainly, without our paths.
+        partial.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        raise ApplicationError(
+            "The export file was deleted while it was being written (an erasure in this "
+            "workspace removes export files). Request the export again.",
+            code="export_removed",
+        ) from None
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ApplicationError(
+            f"The export file could not be written ({exc.strerror or type(exc).__name__}). "
+            "Check the server's disk and request the export again.",
+            code="export_unwritable",
+        ) from None
     run.counts = counts
     run.result = {
         **(run.result or {}),  # "resumed": n, from the reaper
         "file": str(path.relative_to(settings.MEDIA_ROOT)),
-        "bytes": path.stat().st_size,
+        "bytes": size,
         "sha256": digest,
         "format": fmt,
         "records": sum(counts.values()),
