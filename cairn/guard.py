@@ -6,7 +6,8 @@
   renderer). One place, so every view — API, review UI, admin — is covered.
 - JSON bodies nested deeper than ``CAIRN_JSON_MAX_DEPTH`` are refused before the
   parser recurses (Python's json module raises RecursionError at ~1,000 levels).
-- A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413, not Django's HTML 400.
+- A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413, not Django's HTML 400; the
+  import upload is held to ``CAIRN_IMPORT_MAX_BYTES`` instead, and its 413 says so.
 - A URL over ``CAIRN_URL_MAX_CHARS`` is a 414.
 
 API paths answer in the error shape; pages answer with a short HTML page.
@@ -22,10 +23,16 @@ from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpResponse, JsonResponse
 from django.http.request import RawPostDataException
 from django.template import loader
+from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
 
 from cairn.errors import error_body, wants_json
 
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+# The Export page's import form (reviews:exports_import) takes a file up to
+# CAIRN_IMPORT_MAX_BYTES; every other body is held to DATA_UPLOAD_MAX_MEMORY_SIZE.
+IMPORT_ROUTE = "reviews:exports_import"
+UPLOAD_FORM_BYTES = 64 * 1024
 # JSON strings (with escapes) are skipped when counting brackets. Possessive, and an
 # unclosed string runs to the end: otherwise every quote inside an unclosed string
 # (a body of '"\\"\\"...') restarts a scan to the end, quadratic in the body.
@@ -146,8 +153,13 @@ class InputGuardMiddleware:
         except ValueError:
             length = 0
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        upload = request.method == "POST" and request.path == reverse(IMPORT_ROUTE)
+        if upload:
+            # The one route that takes a file: its limit is the import's (the file
+            # streams to a temporary file; the form around it is small).
+            limit = settings.CAIRN_IMPORT_MAX_BYTES + UPLOAD_FORM_BYTES
         if limit is not None and length > limit:
-            return self.too_big(request, limit)
+            return self.too_big(request, limit, upload=upload)
         if request.method not in {"POST", "PUT", "PATCH", "DELETE"}:
             return None
         content_type = request.content_type or ""
@@ -197,8 +209,16 @@ class InputGuardMiddleware:
             fields,
         )
 
-    def too_big(self, request, limit):
+    def too_big(self, request, limit, upload: bool = False):
         refuse_body(request)
+        if upload:
+            most = filesizeformat(settings.CAIRN_IMPORT_MAX_BYTES)
+            message = (
+                f"The file is larger than {most}, the most the Export page imports "
+                "(CAIRN_IMPORT_MAX_BYTES); import it with `manage.py import_export FILE "
+                "WORKSPACE` instead."
+            )
+            return bad_request(request, "too_large", message, {"file": [message]}, status=413)
         return bad_request(
             request,
             "too_large",

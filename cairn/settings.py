@@ -62,6 +62,8 @@ MIDDLEWARE = [
     "agents.budget.RequestBudgetMiddleware",
     "cairn.guard.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Before the session and CSRF middleware: it sees the cookies they set.
+    "cairn.cookies.SecureCookiesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -232,6 +234,16 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "reviews:dashboard"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
+# Secure cookies (docs/operating/hardening.md): always when SITE_URL is https://
+# (or SESSION_/CSRF_COOKIE_SECURE say so); and per response whenever the request
+# came over HTTPS (cairn.cookies). Behind a proxy that ends TLS, set
+# CAIRN_BEHIND_HTTPS_PROXY=true so its X-Forwarded-Proto counts; only where the
+# proxy sets that header itself (a client could send it otherwise).
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", SITE_URL.startswith("https://"))
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", SITE_URL.startswith("https://"))
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if envbool("CAIRN_BEHIND_HTTPS_PROXY", False) else None
+)
 CSRF_FAILURE_VIEW = "reviews.session.csrf_failure"
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -582,6 +594,17 @@ CAIRN_ERASURE_TEXT_MAX_CHARS = 2000
 # VACUUM after an erasure also truncates empty trailing pages (the file shrinks),
 # waiting up to 5 s per table for concurrent transactions' locks.
 CAIRN_ERASURE_VACUUM_TRUNCATE = envbool("CAIRN_ERASURE_VACUUM_TRUNCATE", True)
+# A table busy when the erasure vacuums it (autovacuum, a killed worker's session)
+# is vacuumed again, waiting this long for its lock; a rewrite waits as long.
+CAIRN_ERASURE_VACUUM_WAIT_S = envfloat("CAIRN_ERASURE_VACUUM_WAIT_S", 30.0)
+# Tables an erasure deleted from are rewritten (VACUUM FULL), so the erased bytes
+# leave the table files (plain VACUUM frees their space but leaves them there until
+# overwritten). Each table is locked while it is copied.
+CAIRN_ERASURE_REWRITE = envbool("CAIRN_ERASURE_REWRITE", True)
+# After an erasure: switch to a new WAL segment and CHECKPOINT, so the segments that
+# recorded the erased rows are let go (needs a superuser or pg_checkpoint and EXECUTE
+# on pg_switch_wal; the receipt's effects say whether it ran).
+CAIRN_ERASURE_WAL_SWITCH = envbool("CAIRN_ERASURE_WAL_SWITCH", True)
 # Export records are read in chunks of this many rows.
 CAIRN_EXPORT_CHUNK = envint("CAIRN_EXPORT_CHUNK", 500)
 # The reaper (memory.tasks.jobs_reap): on every worker start and on beat, a
@@ -592,6 +615,10 @@ CAIRN_REAPER_EVERY_S = envint("CAIRN_REAPER_EVERY_S", 120)
 CAIRN_REAPER_GRACE_S = envint("CAIRN_REAPER_GRACE_S", 10)
 CAIRN_REAPER_INSPECT_S = envfloat("CAIRN_REAPER_INSPECT_S", 2.0)
 CAIRN_REAPER_MAX_RESUMES = 5
+# A run still `queued` this long after it was queued has lost its message (a worker
+# claims a run the moment it takes the message): the reaper sends erasures and
+# exports again and marks other kinds failed, and "Run now" queues a new run.
+CAIRN_REAPER_QUEUED_S = envint("CAIRN_REAPER_QUEUED_S", 900)
 CELERY_BEAT_SCHEDULE["jobs-reap"] = {
     "task": "memory.tasks.jobs_reap",
     "schedule": CAIRN_REAPER_EVERY_S,
@@ -599,6 +626,13 @@ CELERY_BEAT_SCHEDULE["jobs-reap"] = {
 # The largest export file an admin may upload on the Export page (the command line
 # `manage.py import_export` has no limit).
 CAIRN_IMPORT_MAX_BYTES = envint("CAIRN_IMPORT_MAX_BYTES", 512 * 1024 * 1024)
+# Exports are signed with a key derived from SECRET_KEY; an import keeps who reported
+# each row (harness, person, approvals) only from a file signed by this installation
+# or by a key listed here (comma-separated; `manage.py export_signing_key` prints an
+# installation's key). Anything else arrives as the agent's word, pending review.
+CAIRN_IMPORT_TRUSTED_KEYS = [
+    k.strip() for k in envstr("CAIRN_IMPORT_TRUSTED_KEYS", "").split(",") if k.strip()
+]
 CELERY_BEAT_SCHEDULE["prune"] = {
     "task": "memory.tasks.prune",
     "schedule": envint("CAIRN_PRUNE_EVERY_S", 3600),
@@ -609,6 +643,13 @@ CELERY_BEAT_SCHEDULE["prune"] = {
 _WEBHOOK_RETRY = envstr("CAIRN_WEBHOOK_RETRY_S", "10,60,300,1800,7200")
 CAIRN_WEBHOOK_RETRY_S = [float(s) for s in _WEBHOOK_RETRY.split(",") if s]
 CAIRN_WEBHOOK_TIMEOUT_S = envfloat("CAIRN_WEBHOOK_TIMEOUT_S", 5.0)
+# Webhooks go to public addresses only (memory/webhooks/destination.py). Internal
+# receivers an operator trusts are listed here, comma-separated: host names
+# ("hooks.internal") or addresses and networks ("10.1.2.3", "10.20.0.0/16").
+# Cloud metadata addresses are refused even when listed.
+CAIRN_WEBHOOK_ALLOW_HOSTS = [
+    h.strip() for h in envstr("CAIRN_WEBHOOK_ALLOW_HOSTS", "").split(",") if h.strip()
+]
 CAIRN_RETENTION_WEBHOOK_DAYS = envint("CAIRN_RETENTION_WEBHOOK_DAYS", 30)
 
 LOGGING = {

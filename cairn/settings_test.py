@@ -22,6 +22,12 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Webhook retries in tenths of a second, so a test watches the whole schedule.
 CAIRN_WEBHOOK_RETRY_S = [0.2, 0.4, 0.6, 0.8, 1.0]
 CAIRN_WEBHOOK_TIMEOUT_S = 1.0
+# Most tests run inside a transaction that holds its tables' locks until the end:
+# an erasure's rewrite there waits this long, then falls back to a plain VACUUM.
+CAIRN_ERASURE_VACUUM_WAIT_S = 0.2
+# The test receivers listen on 127.0.0.1 (tests/factories/webhooks.py): the one
+# internal receiver tests allow. The destination tests set their own list.
+CAIRN_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
 # Recency marks at once, after each outcome's commit: the rows a test reads live in
 # its transaction, which the background writer cannot see (tests/memory/lessons/
 # test_recency.py runs the background writer against committed rows).

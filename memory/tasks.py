@@ -12,7 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory.backfill import embed_backfill_run
-from memory.core.jobs import job_recorded
+from memory.core.jobs import job_recorded, job_run_give_up, job_run_lost
 from memory.lessons.caps import lesson_caps_enforce
 from memory.lessons.decay import decay_run
 from memory.maintenance.consolidate import consolidate_run
@@ -175,7 +175,8 @@ RESUMABLE = {"erasure": "memory.tasks.erasure_run", "export": "memory.tasks.expo
 
 @shared_task(name="memory.tasks.jobs_reap")
 def jobs_reap() -> dict:
-    """Find ``running`` runs whose task no live worker is executing; resume or mark them.
+    """Find ``running`` runs whose task no live worker is executing, and ``queued``
+    runs no worker picked up in time (their message is gone); resume or mark them.
 
     Runs on every worker start (worker_ready) and on beat. A worker killed with
     SIGKILL acks nothing and records nothing: its run stayed ``running`` forever
@@ -187,7 +188,8 @@ def jobs_reap() -> dict:
         return {"inspected": 0}
     alive = {task["id"] for tasks in replies.values() for task in tasks or []}
     cutoff = timezone.now() - timedelta(seconds=settings.CAIRN_REAPER_GRACE_S)
-    out = {"inspected": len(replies), "resumed": 0, "interrupted": 0}
+    out = {"inspected": len(replies), "resumed": 0, "interrupted": 0, "lost": 0}
+    out["lost"], out["resumed"] = _queued_reap()
     for run in JobRun.objects.filter(status=JobRun.Status.RUNNING, started_at__lt=cutoff):
         if run.task_id and run.task_id in alive:
             continue
@@ -196,7 +198,11 @@ def jobs_reap() -> dict:
         if task and attempts < settings.CAIRN_REAPER_MAX_RESUMES:
             claimed = JobRun.objects.filter(pk=run.pk, status=JobRun.Status.RUNNING).update(
                 status=JobRun.Status.QUEUED,
-                result={**(run.result or {}), "resumed": attempts + 1},
+                result={
+                    **(run.result or {}),
+                    "resumed": attempts + 1,
+                    "queued_at": timezone.now().isoformat(),
+                },
             )
             if claimed:
                 current_app.send_task(task, args=[run.pk])
@@ -216,6 +222,33 @@ def jobs_reap() -> dict:
             erasure_interrupted(run=run, reason="worker lost")
         out["interrupted"] += claimed
     return out
+
+
+def _queued_reap() -> tuple[int, int]:
+    """Queued runs whose message is gone (``job_run_lost``): resumable kinds are sent
+    again (within CAIRN_REAPER_MAX_RESUMES), the rest marked failed. Returns (failed,
+    sent again)."""
+    lost = sent = 0
+    for run in JobRun.objects.filter(status=JobRun.Status.QUEUED).order_by("pk"):
+        if not job_run_lost(run):
+            continue
+        task = RESUMABLE.get(run.kind)
+        attempts = int((run.result or {}).get("resumed", 0))
+        if task and attempts < settings.CAIRN_REAPER_MAX_RESUMES:
+            result = {
+                **(run.result or {}),
+                "resumed": attempts + 1,
+                "queued_at": timezone.now().isoformat(),
+            }
+            if JobRun.objects.filter(pk=run.pk, status=JobRun.Status.QUEUED).update(result=result):
+                current_app.send_task(task, args=[run.pk])
+                sent += 1
+            continue
+        if job_run_give_up(run=run):
+            lost += 1
+            if run.kind == "erasure":
+                erasure_interrupted(run=run, reason="never started")
+    return lost, sent
 
 
 @worker_ready.connect

@@ -105,7 +105,8 @@ class SkillDeltasApi(APIView):
             allow_null=True,
             help_text="`{source, turns?, outcomes?}`. Trusted (staged) only when records "
             "back it: user_instruction citing in `turns` a stored user turn the harness "
-            "posted (`session_id#turn_index`), or outcome_evidence citing in `outcomes` the "
+            "posted (`session_id#turn_index`) that says the payload's words (case, spacing "
+            "and punctuation ignored), or outcome_evidence citing in `outcomes` the "
             "id of a passed outcome the harness posted. Anything else, or any injection "
             "finding, is quarantined",
         )

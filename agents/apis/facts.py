@@ -46,8 +46,9 @@ class FactApi(APIView):
             help_text="`{source, turns?, outcomes?}`, defaults to `{source: user_instruction}`. "
             "A fact applies at once, so its provenance must be backed by records: a "
             "user_instruction cites in `turns` a stored user turn the harness posted "
-            "(`session_id#turn_index`), an outcome_evidence cites in `outcomes` a passed "
-            "outcome the harness posted. Anything else is refused (422 untrusted_fact).",
+            "(`session_id#turn_index`) that says the value (or the key, for true/false; "
+            "case, spacing and punctuation ignored), an outcome_evidence cites in `outcomes` "
+            "a passed outcome the harness posted. Anything else is refused (422 untrusted_fact).",
         )
 
     @extend_schema(

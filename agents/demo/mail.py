@@ -198,7 +198,7 @@ def skill_sessions(mail: DemoClient, workspace: Workspace) -> None:
             "provenance": {"source": "user_instruction", "turns": ["sess_demo2#15"]},
         },
     )
-    said("sess_demo2#16", "Our holiday calendar is Bavaria's.")
+    said("sess_demo2#16", "Our holiday calendar is Bavaria's (DE-BY).")
     mail.call(
         "put",
         "facts/holiday_calendar/region/",

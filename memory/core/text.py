@@ -21,3 +21,11 @@ def estimate_tokens(text: str) -> int:
 
 # A word, as full-text matching and the dedup overlap count them.
 WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fold_text(text: str) -> str:
+    """Text folded for "does this say that" comparisons: casefolded, every run of
+    punctuation, symbols or whitespace one space, padded with a space each side so
+    a substring test matches whole words only ("no" is not found in "know")."""
+    words = WORD.findall(text.casefold().replace("_", " "))
+    return f" {' '.join(words)} " if words else ""

@@ -44,7 +44,8 @@ def outcome_verdict(*, approach: list[dict], checks: list[dict], claim_ok: bool)
     2. Per check identity (kind, label, target) keep only the latest run (by
        step; two runs at the same step: a failure wins, since which ran last
        cannot be told).
-    3. A latest run that started before the last mutating step is stale.
+    3. A latest run at or before the last mutating step is stale: at the same step,
+       which came first cannot be told, so the check does not prove the edit.
     4. Passed = every latest run exited 0, none is stale, and the answer's
        claim about its checks was honest (``claim_ok``).
     """
@@ -61,7 +62,7 @@ def outcome_verdict(*, approach: list[dict], checks: list[dict], claim_ok: bool)
     mutating_steps = [a["step"] for a in approach if a.get("mutated")]
     last_mutation = max(mutating_steps) if mutating_steps else None
     failing = [c for c in latest.values() if c.get("exit_code") != 0]
-    stale = [c for c in latest.values() if last_mutation is not None and c["step"] < last_mutation]
+    stale = [c for c in latest.values() if last_mutation is not None and c["step"] <= last_mutation]
     if not ran:
         passed = None
     elif failing or stale:

@@ -16,7 +16,7 @@ from django.db import transaction
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.audit import audit_record
-from memory.core.jobs import job_enqueue
+from memory.core.jobs import job_enqueue, job_run_give_up, job_run_lost
 from memory.core.locks import advisory_xact_lock
 from memory.models import JobRun, Workspace
 
@@ -50,7 +50,8 @@ def job_run_now(*, kind: str, workspace: Workspace, actor: Actor) -> tuple[JobRu
 
     1. Refuse an unknown kind (400 naming ``kind``).
     2. A run of this kind already queued for the workspace is returned instead of a
-       second one (a double click queues one run).
+       second one (a double click queues one run), unless it is lost
+       (``job_run_lost``): then it is marked failed and a new run is queued.
     3. Record the run and the audit event; send the task once the transaction commits.
     """
     job = RUNNABLE_JOBS.get(str(kind))
@@ -69,8 +70,10 @@ def job_run_now(*, kind: str, workspace: Workspace, actor: Actor) -> tuple[JobRu
         .order_by("pk")
         .first()
     )
-    if queued is not None:
+    if queued is not None and not job_run_lost(queued):
         return queued, False
+    if queued is not None:
+        job_run_give_up(run=queued)  # never answer with a dead run: fail it, queue anew
     run = JobRun.objects.create(
         kind=job.kind,
         workspace=workspace,

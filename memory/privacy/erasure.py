@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
-from memory.core.audit import audit_record
+from memory.core.audit import REASON_ERASED, audit_reasons_redact, audit_record
 from memory.core.jobs import job_enqueue, job_progress, job_run_create
 from memory.core.locks import advisory_lock_blocking
 from memory.core.secrets import refuse_secrets
@@ -52,6 +52,24 @@ logger = logging.getLogger(__name__)
 # A quoted string this long or longer in a stored response is taken as a quote of
 # the erased row (shorter ones, like "global", would match unrelated responses).
 QUOTE_MIN_CHARS = 8
+
+# Audit events name their target as (target_type, id): the events about an erased
+# row lose their reasons in the batch that deletes it.
+AUDIT_TARGETS = {
+    "memory.Knowledge": "knowledge",
+    "memory.Lesson": "lesson",
+    "memory.SkillDelta": "skill_delta",
+    "memory.LearnedFact": "learned_fact",
+    "memory.ReviewItem": "review_item",
+    "memory.FeedbackSample": "feedback_sample",
+    "memory.SituationLesson": "situation_lesson",
+}
+# A selector value shorter than this is not searched for in free-text reasons (a
+# context named "a" would redact every reason with an "a" in it).
+REASON_SEARCH_MIN_CHARS = 4
+# Tables whose rows hold people's words about erased rows without being erased
+# themselves: their old row versions are vacuumed too.
+REDACTED_TABLES = ("memory.AuditEvent", "memory.ErasureReceipt")
 
 
 # --------------------------------------------------------------------------- selectors
@@ -357,6 +375,11 @@ def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tal
             _, deleted = _idempotency_quoting(workspace, quotes).delete()
             for label, n in deleted.items():
                 counts[label] += n
+        if table.label in AUDIT_TARGETS:
+            # A retire or approve reason about an erased row quotes it more often than not.
+            audit_reasons_redact(
+                workspace=workspace, target_type=AUDIT_TARGETS[table.label], target_ids=ids
+            )
         tally.add(counts)  # in the batch's transaction: counts and rows go together
 
 
@@ -410,6 +433,10 @@ def erasure_execute(
        files of the workspace (they may hold erased rows), VACUUM the tables
        touched (outside any transaction, on its own autocommit connection), and
        rewrite Valkey's append-only file so deleted keys leave the disk too.
+    4. Audit reasons about erased rows (in each batch) and audit and receipt
+       reasons that contain the selector's value lose their words; the tables
+       vacuumed are every table an erasure can touch, so a resumed run vacuums
+       what its killed predecessor deleted too.
     """
     plan = Plan(workspace=workspace, selector=selector)
     preview = erasure_preview(workspace=workspace, selector=selector)
@@ -432,7 +459,9 @@ def erasure_execute(
             if left:
                 remaining[step.table.label] += left
 
+    reasons = reasons_redact(workspace=workspace, selector=selector)
     effects = {
+        "reasons_redacted": reasons,
         "cache_keys": effective_skill_cache_forget(
             workspace_id=workspace.pk, agent_ids=sorted(tally.agents_with_deltas)
         ),
@@ -446,10 +475,17 @@ def erasure_execute(
         ),
     }
     counts = dict(sorted(tally.counts.items()))
-    vacuum = vacuum_tables(labels=list(counts))
+    # Every table an erasure can touch, not only those this run counted: a resumed
+    # run does not know what its killed predecessor deleted or rebuilt.
+    vacuum = vacuum_tables(
+        labels=erasure_touched_tables(),
+        rewrite=[*counts, *tally.rebuilt, *(REDACTED_TABLES if reasons else ())],
+    )
     # Deleted cache keys stay in Valkey's append-only file until it is rewritten.
     effects["valkey_aof_rewritten"] = valkey_aof_rewrite()
-    effects["vacuumed"] = vacuum["vacuumed"]
+    effects["vacuumed"] = sorted({*vacuum["vacuumed"], *vacuum["rewritten"]})
+    effects["rewritten"] = vacuum["rewritten"]
+    effects["rewrite_skipped_busy"] = vacuum["rewrite_skipped"]
     effects["vacuum_skipped_busy"] = vacuum["skipped"]
     effects["rebuilt"] = dict(sorted(tally.rebuilt.items()))
     return {
@@ -460,27 +496,66 @@ def erasure_execute(
     }
 
 
-def vacuum_tables(*, labels: Iterable[str]) -> dict[str, list[str]]:
-    """VACUUM (ANALYZE) each table so the dead tuples of erased rows are reclaimed.
+def reasons_redact(*, workspace: Workspace, selector: Selector) -> int:
+    """Audit reasons and erasure-receipt reasons of ``workspace`` that contain the
+    selector's value lose their words (this erasure's own receipt included: a reason
+    such as "forget Sarah Chen's address" is itself the thing to forget)."""
+    value = (selector.value or "").strip()
+    if len(value) < REASON_SEARCH_MIN_CHARS:
+        return 0
+    with transaction.atomic():
+        changed = audit_reasons_redact(workspace=workspace, text=value)
+        changed += ErasureReceipt.objects.filter(
+            workspace=workspace, reason__icontains=value
+        ).update(reason=REASON_ERASED)
+    return changed
+
+
+def erasure_touched_tables() -> list[str]:
+    """Every table an erasure deletes from, rebuilds, or redacts words in."""
+    labels = {table.label for table in erasable_tables()}
+    for label in list(labels):
+        labels |= {follower.label for follower, _ in followers_of(label)}
+    return sorted(labels | {"memory.IdempotencyRecord", *REDACTED_TABLES})
+
+
+def vacuum_tables(*, labels: Iterable[str], rewrite: Iterable[str] = ()) -> dict[str, list[str]]:
+    """VACUUM (ANALYZE) each table so the dead tuples of erased rows are reclaimed,
+    and rewrite (VACUUM FULL) the tables in ``rewrite``.
+
+    Why rewrite: VACUUM frees an erased row's space but does not overwrite it; a
+    page left with no live rows keeps the erased bytes in the table file until new
+    rows land there. VACUUM FULL writes the live rows to a new file and deletes the
+    old one. It holds the table's exclusive lock while it copies, so it waits at most
+    CAIRN_ERASURE_VACUUM_WAIT_S for the lock, and falls back to a plain VACUUM
+    (reported in ``rewrite_skipped``); CAIRN_ERASURE_REWRITE=false turns it off.
 
     VACUUM cannot run inside a transaction block, so it gets its own autocommit
     connection (the job's connection may be inside one, e.g. under tests).
-    SKIP_LOCKED: a table another VACUUM (usually autovacuum) holds is being
-    vacuumed already; waiting for it would only make the erasure slower.
-    Truncating empty pages at the end of a table waits up to 5 s for other
-    transactions' locks (CAIRN_ERASURE_VACUUM_TRUNCATE turns it off).
-    Returns the tables vacuumed and those skipped that way.
+    SKIP_LOCKED first: a table another VACUUM (usually autovacuum) holds is tried
+    again afterwards, waiting for the lock like a rewrite. Truncating empty pages
+    at the end of a table waits up to 5 s for other transactions' locks
+    (CAIRN_ERASURE_VACUUM_TRUNCATE turns it off).
     """
     import psycopg
 
-    tables = []
-    for label in labels:
-        try:
-            tables.append(apps.get_model(label)._meta.db_table)
-        except LookupError:
-            continue
-    tables = sorted(set(tables))
-    done: dict[str, list[str]] = {"vacuumed": [], "skipped": []}
+    def tables_of(names: Iterable[str]) -> set[str]:
+        out = set()
+        for label in names:
+            try:
+                out.add(apps.get_model(label)._meta.db_table)
+            except LookupError:
+                continue
+        return out
+
+    full = tables_of(rewrite) if settings.CAIRN_ERASURE_REWRITE else set()
+    tables = sorted(tables_of(labels) | full)
+    done: dict[str, list[str]] = {
+        "vacuumed": [],
+        "rewritten": [],
+        "skipped": [],
+        "rewrite_skipped": [],
+    }
     if not tables:
         return done
     params = {
@@ -488,18 +563,63 @@ def vacuum_tables(*, labels: Iterable[str]) -> dict[str, list[str]]:
         for k, v in connection.get_connection_params().items()
         if k not in ("cursor_factory", "context", "prepare_threshold")
     }
-    options = "SKIP_LOCKED, ANALYZE"
+    options = "ANALYZE"
     if not settings.CAIRN_ERASURE_VACUUM_TRUNCATE:
         options += ", TRUNCATE false"
     notices: list[str] = []
     with psycopg.connect(**params, autocommit=True) as conn:
         conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        busy = []
         for table in tables:
+            if table in full:
+                continue
             notices.clear()
-            conn.execute(f'VACUUM ({options}) "{table}"')
+            conn.execute(f'VACUUM (SKIP_LOCKED, {options}) "{table}"')
             skipped = any("skipping" in message for message in notices)
-            done["skipped" if skipped else "vacuumed"].append(table)
+            (busy if skipped else done["vacuumed"]).append(table)
+        wait = int(settings.CAIRN_ERASURE_VACUUM_WAIT_S * 1000)
+        conn.execute(f"SET lock_timeout = '{wait}ms'")
+        for table in sorted(full):
+            try:
+                conn.execute(f'VACUUM (FULL, ANALYZE) "{table}"')
+            except psycopg.errors.LockNotAvailable:
+                done["rewrite_skipped"].append(table)
+                busy.append(table)
+            else:
+                done["rewritten"].append(table)
+        for table in busy:
+            try:
+                conn.execute(f'VACUUM ({options}) "{table}"')
+            except psycopg.errors.LockNotAvailable:
+                done["skipped"].append(table)
+            else:
+                done["vacuumed"].append(table)
+    done["vacuumed"].sort()
     return done
+
+
+def wal_switch() -> bool:
+    """Start a new WAL segment and checkpoint, so the segments that held the erased
+    rows' inserts (and page images) are behind the checkpoint: PostgreSQL then
+    removes them (or, with wal_recycle on, renames them for reuse and overwrites
+    them later). Needs a superuser or a role granted pg_checkpoint and EXECUTE on
+    pg_switch_wal(); returns False when the role may not (the receipt says so)."""
+    import psycopg
+
+    if not settings.CAIRN_ERASURE_WAL_SWITCH:
+        return False
+    params = {
+        k: v
+        for k, v in connection.get_connection_params().items()
+        if k not in ("cursor_factory", "context", "prepare_threshold")
+    }
+    try:
+        with psycopg.connect(**params, autocommit=True) as conn:
+            conn.execute("SELECT pg_switch_wal()")
+            conn.execute("CHECKPOINT")
+    except psycopg.errors.InsufficientPrivilege:
+        return False
+    return True
 
 
 def receipt_digest(receipt: ErasureReceipt) -> str:
@@ -553,7 +673,10 @@ def erasure_job(*, run: JobRun, message: dict | None = None) -> dict:
         )
         raise
     ErasureSelector.objects.filter(job_run=run).delete()
-    vacuum_tables(labels=["memory.ErasureSelector"])  # its value leaves the table files too
+    # Its value leaves the table file too.
+    vacuum_tables(labels=["memory.ErasureSelector"], rewrite=["memory.ErasureSelector"])
+    # Last, once nothing left holds the text: the WAL that recorded it is let go.
+    body["effects"]["wal_switched"] = wal_switch()
     receipt.refresh_from_db()
     # A resumed run previewed only what was left: the earlier attempts' rows count too.
     preview = defaultdict(int, done_before)

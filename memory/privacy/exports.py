@@ -45,6 +45,7 @@ from memory.models import JobRun, Workspace
 from memory.privacy.datamap import TABLES, Plan, followers_of
 from memory.privacy.references import json_specs
 from memory.privacy.selection import Selector, selector_from_message
+from memory.privacy.signing import SigningWriter
 from memory.privacy.tables import ById, Table
 
 FORMAT = "cairn-export"
@@ -284,7 +285,8 @@ def export_write(
     fmt: str = "json",
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
-    """Write the export to the text stream ``out``; returns record counts per section."""
+    """Write the export to the text stream ``out``, signed with this installation's
+    export key; returns record counts per section."""
     if fmt not in FORMATS:
         raise ApplicationError(
             f"format must be one of {', '.join(FORMATS)}.", fields={"format": ["invalid"]}
@@ -294,6 +296,7 @@ def export_write(
     total = sum(counts.values())
     header = _header(workspace, selector, counts)
     done = 0
+    signed_out, out = out, SigningWriter(out)
 
     def dumps(obj) -> str:
         return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -323,10 +326,13 @@ def export_write(
                 progress(done, total)
         if fmt == "json":
             out.write("]}")
+    # The signature covers every byte before it (memory/privacy/signing.py).
     if fmt == "jsonl":
         out.write(dumps({"type": "end", "counts": counts}) + "\n")
+        signed_out.write(dumps({"type": "signature", **out.signature()}) + "\n")
     else:
-        out.write("}}\n")
+        out.write("}")
+        signed_out.write(',"signature":' + dumps(out.signature()) + "}\n")
     if progress:
         progress(total, total)
     return counts
@@ -382,17 +388,36 @@ def export_job(*, run: JobRun) -> None:
     def progress(done: int, total: int) -> None:
         job_progress(run=run, done=done, total=total)
 
-    with open(partial, "w", encoding="utf-8") as out:
-        counts = export_write(
-            workspace=workspace, selector=selector, out=out, fmt=fmt, progress=progress
-        )
-    os.replace(partial, path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    try:
+        with open(partial, "w", encoding="utf-8") as out:
+            counts = export_write(
+                workspace=workspace, selector=selector, out=out, fmt=fmt, progress=progress
+            )
+        os.replace(partial, path)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        size = path.stat().st_size
+    except FileNotFoundError:
+        # An erasure in this workspace deletes every export file, partial ones too (they
+        # may hold erased rows): this export is void. Said plainly, without our paths.
+        partial.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        raise ApplicationError(
+            "The export file was deleted while it was being written (an erasure in this "
+            "workspace removes export files). Request the export again.",
+            code="export_removed",
+        ) from None
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ApplicationError(
+            f"The export file could not be written ({exc.strerror or type(exc).__name__}). "
+            "Check the server's disk and request the export again.",
+            code="export_unwritable",
+        ) from None
     run.counts = counts
     run.result = {
         **(run.result or {}),  # "resumed": n, from the reaper
         "file": str(path.relative_to(settings.MEDIA_ROOT)),
-        "bytes": path.stat().st_size,
+        "bytes": size,
         "sha256": digest,
         "format": fmt,
         "records": sum(counts.values()),

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import models, transaction
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, models, transaction
 from django.utils.dateparse import parse_datetime
 
 from cairn.errors import ApplicationError
@@ -18,10 +19,23 @@ from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
-from memory.models import Knowledge, SkillDelta, Workspace
+from memory.core.secrets import scan_fields
+from memory.models import (
+    Category,
+    Channel,
+    DeltaStatus,
+    DeltaTrust,
+    Knowledge,
+    LessonSource,
+    LessonState,
+    SkillDelta,
+    Source,
+    Workspace,
+)
 from memory.privacy.exports import FORMAT, VERSION, Section, export_sections
 from memory.privacy.integrity import references_dangling
 from memory.privacy.references import json_remap, json_specs
+from memory.privacy.signing import export_signer
 from memory.privacy.tables import ById
 from memory.skills.skillmd import delta_line
 
@@ -99,6 +113,9 @@ class ImportReport:
     skipped: dict[str, int] = field(default_factory=dict)
     remapped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     dropped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # The trusted key that signed the file ("" when unsigned or untrusted: then every
+    # row arrived as the agent's word, claimed, pending review).
+    signed_by: str = ""
 
     @property
     def total_rows(self) -> int:
@@ -120,6 +137,7 @@ class ImportReport:
             "skipped": {k: v for k, v in self.skipped.items() if v},
             "references_remapped": dict(sorted(self.remapped.items())),
             "references_dropped": dict(sorted(self.dropped.items())),
+            "signed_by": self.signed_by,
         }
 
     def lines(self) -> list[str]:
@@ -132,6 +150,14 @@ class ImportReport:
                 "Not imported (a required reference outside the export): "
                 + ", ".join(f"{k} {v}" for k, v in skipped.items())
                 + "."
+            )
+        if self.signed_by:
+            out.append(f"Signed by a trusted key ({self.signed_by}): rows keep who reported them.")
+        else:
+            out.append(
+                "Not signed by a key this installation trusts: every row arrived as the "
+                "agent's word (lessons claimed, deltas quarantined for review, no learned "
+                "facts)."
             )
         out.append(f"References remapped: {self.total_remapped}.")
         dropped = self.total_dropped
@@ -161,14 +187,67 @@ def import_check(*, path: Path) -> _Loaded:
     return loaded
 
 
-@transaction.atomic
+# What a hand-edited or damaged file raises from inside the import: a wrong type where
+# a record field is read, a value a column refuses, a reference that cannot resolve.
+MALFORMED = (
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+    DatabaseError,
+    ValidationError,
+    RuntimeError,
+)
+
+
 def export_import(
+    *, workspace: Workspace, path: Path, actor: Actor, progress: Progress | None = None
+) -> ImportReport:
+    """``export_import_run``, with any damage in the file answered as a 422 naming the
+    file (nothing is imported: the import is one transaction), never a traceback."""
+    try:
+        return export_import_run(workspace=workspace, path=path, actor=actor, progress=progress)
+    except ApplicationError:
+        raise
+    except MALFORMED as exc:
+        raise ApplicationError(
+            "The file is not a well-formed Cairn export (a record has a missing or wrong "
+            f"value: {type(exc).__name__}). Nothing was imported.",
+            code="invalid_export",
+            fields={"file": ["malformed export"]},
+        ) from exc
+
+
+def credentials_refuse(loaded: _Loaded) -> None:
+    """Refuse (422) a file holding what looks like a credential in any record: the
+    import is a write like any other, and Cairn never stores secrets."""
+    for name, records in loaded.sections.items():
+        for record in records:
+            if not isinstance(record, dict):
+                continue
+            found = scan_fields({f"{name}.{key}": value for key, value in record.items()})
+            if found:
+                where = next(iter(found))
+                raise ApplicationError(
+                    f"Refused: {where} (record {record.get('id')}) looks like it contains a "
+                    f"{found[where].kind}. Cairn never stores secrets; remove it from the "
+                    "file and import again. Nothing was imported.",
+                    code="credential_refused",
+                    fields={"file": [f"{where} looks like a {found[where].kind}"]},
+                )
+
+
+@transaction.atomic
+def export_import_run(
     *, workspace: Workspace, path: Path, actor: Actor, progress: Progress | None = None
 ) -> ImportReport:
     """Load an export into an EMPTY workspace in one transaction; returns the report.
 
-    1. Refuse (422) a workspace that already holds learned data, and files that
-       are not a Cairn export of a known version.
+    1. Refuse (422) a workspace that already holds learned data, files that are
+       not a Cairn export of a known version, and files holding credentials. A file not signed by a trusted
+       key (``memory.privacy.signing``) is imported as the agent's word
+       (``as_claimed``), without learned facts.
     2. Create sections in order, mapping every exported id to the new row's id;
        self references (supersede chains) are inserted newest first so the
        "one current row" constraints hold at every insert.
@@ -178,6 +257,7 @@ def export_import(
        is a bug, and the whole import rolls back.
     """
     loaded = import_check(path=path)
+    credentials_refuse(loaded)
     if not workspace_is_empty(workspace=workspace):
         raise ApplicationError(
             f"Workspace {workspace.name!r} already holds data; import only into an empty "
@@ -187,7 +267,9 @@ def export_import(
             fields={"workspace": ["not empty"]},
         )
     report = ImportReport(
-        workspace=workspace.name, source=loaded.header.get("workspace", {}).get("name", "")
+        workspace=workspace.name,
+        source=loaded.header.get("workspace", {}).get("name", ""),
+        signed_by=export_signer(Path(path)),
     )
     idmap: dict[str, dict[int, int]] = defaultdict(dict)
     sections = export_sections()
@@ -201,6 +283,10 @@ def export_import(
             if f.is_relation and f.null and position.get(f.related_model._meta.label, -1) > index
         ]
         records = loaded.sections.get(section.name, [])
+        if not report.signed_by and section.table.label in UNSIGNED_NEVER:
+            report.skipped[section.name] = len(loaded.sections.get(section.name, []))
+            report.rows[section.name] = 0
+            continue
         report.rows[section.name] = _import_section(
             workspace, section, records, idmap, forward, report
         )
@@ -351,6 +437,8 @@ def _import_section(
                 model._default_manager.filter(pk=pk).update(**{attname: pk})
             if has_workspace:
                 kwargs["workspace_id"] = workspace.pk
+            if not report.signed_by:
+                as_claimed(label, kwargs)
             obj = model(**kwargs)
             obj.save(force_insert=True)
             idmap[label][record["id"]] = obj.pk
@@ -375,6 +463,47 @@ def _import_section(
 
 
 _DANGLING = object()
+
+# Rows an unsigned import never brings: a learned fact is read by tools the moment
+# it exists, with no review in between.
+UNSIGNED_NEVER = {"memory.LearnedFact"}
+
+
+def as_claimed(label: str, row: dict) -> None:
+    """One row of an unsigned (or untrusted) export as the agent's word, pending
+    review: a file anyone can edit is no harness, person or approval.
+
+    Every channel becomes ``agent`` (samples and outcomes stop counting as
+    evidence, turns stop backing provenance); lessons are claimed (never served) at
+    the claimed confidence with no user source, pin or seal; knowledge from a user
+    or of the system category arrives as imported notes; deltas that were staged
+    or active wait in quarantine for a person, untrusted and unapproved.
+    """
+    if "channel" in row:
+        row["channel"] = Channel.AGENT
+    if label == "memory.Lesson":
+        if row.get("state") == LessonState.ACTIVE:
+            row["state"] = LessonState.CLAIMED
+        if row.get("source") == LessonSource.USER:
+            row["source"] = LessonSource.MODEL
+        claimed = settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
+        for name in ("confidence", "birth_confidence"):
+            if isinstance(row.get(name), int | float):
+                row[name] = min(row[name], claimed)
+        row["pinned"] = row["sealed"] = False
+    elif label == "memory.Knowledge":
+        if row.get("source") == Source.USER:
+            row["source"] = Source.IMPORT
+        if row.get("category") == Category.SYSTEM:
+            row["category"] = Category.NOTE
+        if isinstance(row.get("confidence"), int | float):
+            row["confidence"] = min(row["confidence"], 0.5)
+    elif label == "memory.SkillDelta":
+        if row.get("status") in (DeltaStatus.ACTIVE, DeltaStatus.STAGED):
+            row["status"] = DeltaStatus.QUARANTINED
+        row["trust"] = DeltaTrust.UNTRUSTED
+        row["approved_by"] = ""
+        row["approved_at"] = row["approval_samples"] = row["approval_positive"] = None
 
 
 def _remap(spec, value, record: dict, idmap: dict[str, dict[int, int]]):

@@ -170,6 +170,17 @@ def _clean_payload(*, kind: str, payload) -> dict:
     return cleaned
 
 
+def delta_claim(*, kind: str, payload: dict) -> list[str]:
+    """What a cited user turn must say for a ``user_instruction`` delta to be trusted:
+    a preference's body, an example's input and output, a tool-hint's tool names.
+    The trigger is left out: it says when, not what the person asked for."""
+    if kind == DeltaKind.TOOL_HINT:
+        return [*payload.get("prefer", []), *payload.get("drop", [])]
+    if kind == DeltaKind.EXAMPLE:
+        return [payload["input"], payload["output"]]
+    return [payload["body"]]
+
+
 def _tool_hint_refuse(*, agent: Agent, payload: dict) -> None:
     registry = {t.name: t for t in AgentTool.objects.filter(agent=agent)}
     for key in ("prefer", "drop"):
@@ -357,7 +368,7 @@ def delta_create(
     refuse_secrets({"payload": cleaned, "scope": scope})
 
     source, trust, stored_provenance, unbacked = provenance_classify(
-        provenance, workspace=workspace
+        provenance, workspace=workspace, claim=delta_claim(kind=kind, payload=cleaned)
     )
     repeated = _pending_twin(
         agent=agent,

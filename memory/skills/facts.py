@@ -21,6 +21,28 @@ KEY_RE = re.compile(r"^[^/\s\x00-\x1f]{1,200}$")
 SCOPE_MAX_CHARS = 200
 
 
+def fact_claim(*, key: str, value) -> list[str]:
+    """What a cited user turn must say for a fact to apply: every text and number in
+    the value ("forward_to" = "ops@example.com" needs "ops@example.com" said); a
+    value with neither (true, false) needs its key said ("alice@example.com")."""
+    pieces: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            for item in node.values():
+                walk(item)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, str) or (
+            isinstance(node, int | float) and not isinstance(node, bool)
+        ):
+            pieces.append(str(node))
+
+    walk(value)
+    return pieces or [key]
+
+
 @transaction.atomic
 def fact_put(
     *,
@@ -38,8 +60,8 @@ def fact_put(
 
     1. Validate names and size (400), refuse credentials (422).
     2. Refuse untrusted provenance (422): a fact applies the moment it is
-       written, with no consent gate, so only user_instruction or
-       outcome_evidence may set one.
+       written, with no consent gate, so only user_instruction whose cited turn
+       says it (``fact_claim``) or outcome_evidence may set one.
     3. The same value and scope again changes nothing. A new value inserts a
        new row and points the old one at it (supersede, never delete).
     """
@@ -68,7 +90,9 @@ def fact_put(
     refuse_secrets(
         {f"{field_prefix}key": key, f"{field_prefix}value": value, f"{field_prefix}scope": scope}
     )
-    source, trust, stored, unbacked = provenance_classify(provenance, workspace=workspace)
+    source, trust, stored, unbacked = provenance_classify(
+        provenance, workspace=workspace, claim=fact_claim(key=key, value=value)
+    )
     if trust != DeltaTrust.TRUSTED:
         field = {
             ProvenanceSource.USER_INSTRUCTION: "provenance.turns",

@@ -18,6 +18,7 @@ from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.secrets import refuse_secrets
+from memory.core.text import fold_text
 from memory.core.validation import bad_request, check_json_strings
 from memory.models import (
     Agent,
@@ -361,21 +362,24 @@ def _turn_ref(ref: str) -> tuple[str, int] | None:
     return session, int(index)
 
 
-def _backed_turns(*, workspace: Workspace, turns: list[str]) -> list[str]:
-    """The cited ``session_id#turn_index`` refs that are stored, harness-reported
-    user turns of ``workspace`` (the person really said it, the harness saw it)."""
+def _cited_user_text(*, workspace: Workspace, turns: list[str]) -> str | None:
+    """The text of the cited ``session_id#turn_index`` refs that are stored,
+    harness-reported user turns of ``workspace`` (the person really said it, the
+    harness saw it), joined; None when no cited ref is such a turn."""
     refs = {ref: parsed for ref in turns if (parsed := _turn_ref(ref)) is not None}
     if not refs:
-        return []
+        return None
     match = Q()
     for session, index in refs.values():
         match |= Q(session_id=session, turn_index=index)
-    found = set(
+    found = list(
         ConversationTurn.objects.filter(
             match, workspace=workspace, role=TurnRole.USER, channel=Channel.HARNESS
-        ).values_list("session_id", "turn_index")
+        )
+        .order_by("session_id", "turn_index")
+        .values_list("content", flat=True)
     )
-    return [ref for ref, parsed in refs.items() if parsed in found]
+    return "\n".join(found) if found else None
 
 
 def _backed_outcomes(*, workspace: Workspace, outcomes: list[int]) -> list[int]:
@@ -387,11 +391,26 @@ def _backed_outcomes(*, workspace: Workspace, outcomes: list[int]) -> list[int]:
     )
 
 
-def provenance_classify(provenance, *, workspace: Workspace) -> Provenance:
+def said_in(claim: list[str], text: str) -> bool:
+    """Whether ``text`` (a person's words) says every piece of ``claim``.
+
+    The rule: each piece, folded (``fold_text``: case, spacing and punctuation
+    ignored, whole words), is a substring of the folded text. A claim with no
+    words in it is never said: consent has to be found, not assumed.
+    """
+    folded = fold_text(text)
+    pieces = [fold_text(piece) for piece in claim]
+    return bool(pieces) and all(piece and piece in folded for piece in pieces)
+
+
+def provenance_classify(provenance, *, workspace: Workspace, claim: list[str]) -> Provenance:
     """Classify a delta's provenance; only provenance backed by records is trusted.
 
     - ``user_instruction`` must cite, in ``turns``, at least one stored user turn of
-      this workspace reported through a harness token (``"session_id#turn_index"``).
+      this workspace reported through a harness token (``"session_id#turn_index"``),
+      and those turns must say it: every piece of ``claim`` (what the delta or fact
+      would make true, see ``said_in``) is found in the cited turns' text. A turn
+      that exists but says something else ("What's the weather?") backs nothing.
     - ``outcome_evidence`` must cite, in ``outcomes``, at least one harness-reported
       outcome of this workspace that passed (outcome ids as ``POST /outcomes/``
       answers them).
@@ -427,10 +446,16 @@ def provenance_classify(provenance, *, workspace: Workspace) -> Provenance:
         stored["outcomes"] = sorted(set(outcomes))
     unbacked = ""
     if source == ProvenanceSource.USER_INSTRUCTION:
-        if not _backed_turns(workspace=workspace, turns=turns):
+        cited = _cited_user_text(workspace=workspace, turns=turns)
+        if cited is None:
             unbacked = (
                 "user_instruction cites no stored user turn reported by the harness "
                 "(provenance.turns: ['session_id#turn_index'])"
+            )
+        elif not said_in(claim, cited):
+            unbacked = (
+                "the cited user turn does not say this (its text must contain the "
+                "delta's or fact's content, compared without case, spacing or punctuation)"
             )
     elif source == ProvenanceSource.OUTCOME_EVIDENCE:
         if not _backed_outcomes(workspace=workspace, outcomes=outcomes):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from celery import current_app
@@ -17,8 +18,10 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
+from cairn.errors import ApplicationError
 from memory.models import DeliveryState, WebhookAttempt, WebhookDelivery, WebhookEvent
-from memory.webhooks.services import DELIVER_TASK
+from memory.webhooks.destination import destination_check
+from memory.webhooks.services import DELIVER_TASK, url_port
 from memory.webhooks.signing import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -29,26 +32,48 @@ from memory.webhooks.signing import (
 
 USER_AGENT = "Cairn-Webhook/1"
 ERROR_MAX_CHARS = 300
+# What the delivery log says of a failure, whatever happened: a refused connection,
+# a timeout, a 404 and a 500 look the same, so the log cannot map the network.
+NOT_DELIVERED = "Not delivered: the receiver did not accept it."
+DISABLED = "Not sent: the webhook is disabled."
 
 
-def _post(url: str, *, body: bytes, headers: dict) -> tuple[int | None, str]:
-    """``(status code or None, our words about what went wrong or "")``."""
-    timeout = settings.CAIRN_WEBHOOK_TIMEOUT_S
+def _pinned(url: str) -> tuple[str, dict, dict] | None:
+    """``url`` rewritten to the address just checked, with the Host header and TLS
+    name of the original; None when its host is refused or does not resolve."""
+    parts = urlsplit(url)
     try:
-        response = httpx.post(
-            url, content=body, headers=headers, timeout=timeout, follow_redirects=False
-        )
-    except httpx.TimeoutException:
-        return None, f"No answer within {timeout:g} s (timed out)."
-    except httpx.ConnectError as exc:
-        return None, f"Could not connect: {exc}"[:ERROR_MAX_CHARS]
-    except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__}: {exc}"[:ERROR_MAX_CHARS]
-    if 200 <= response.status_code < 300:
-        return response.status_code, ""
-    if 300 <= response.status_code < 400:
-        return response.status_code, f"HTTP {response.status_code}: redirects are not followed."
-    return response.status_code, f"HTTP {response.status_code} from the receiver."
+        checked = destination_check(parts.hostname or "", url_port(parts), unresolved_ok=False)
+    except ApplicationError:
+        return None
+    if not checked.addresses:
+        return None
+    address = checked.addresses[0]
+    literal = f"[{address}]" if address.version == 6 else str(address)
+    netloc = f"{literal}:{url_port(parts)}"
+    headers = {"Host": parts.netloc.rpartition("@")[2]}
+    extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
+    return urlunsplit(parts._replace(netloc=netloc)), headers, extensions
+
+
+def _post(url: str, *, body: bytes, headers: dict) -> bool:
+    """Whether the receiver accepted ``body`` (a 2xx). The destination is checked
+    again here and the connection goes to the checked address (no DNS rebinding),
+    never through a proxy, never following a redirect."""
+    pinned = _pinned(url)
+    if pinned is None:
+        return False
+    target, host, extensions = pinned
+    try:
+        with httpx.Client(
+            timeout=settings.CAIRN_WEBHOOK_TIMEOUT_S, follow_redirects=False, trust_env=False
+        ) as client:
+            response = client.post(
+                target, content=body, headers={**headers, **host}, extensions=extensions
+            )
+    except httpx.HTTPError:
+        return False
+    return 200 <= response.status_code < 300
 
 
 def _claimed_but_unrecorded(delivery_id: int, number: int) -> bool:
@@ -67,8 +92,10 @@ def delivery_attempt(*, delivery_id: int, number: int, first: int = 1) -> str:
        unless a worker died after claiming it and before recording it (acks-late
        redelivers the message): then it is made now.
     2. A disabled webhook gets nothing more (a test event still goes).
-    3. Sign with the derived secret and a fresh timestamp; POST with a short timeout.
-    4. 2xx: delivered. Otherwise wait the next step of CAIRN_WEBHOOK_RETRY_S and
+    3. Sign with the derived secret and a fresh timestamp; check the destination
+       again and POST to the checked address with a short timeout.
+    4. 2xx: delivered. Otherwise (refused destination, no connection, timeout, any
+       other answer: the log does not say which) wait the next step of CAIRN_WEBHOOK_RETRY_S and
        queue the next attempt, or, after the last, mark the delivery failed.
     Returns the delivery's state after this attempt ("" when nothing was done).
     """
@@ -80,8 +107,9 @@ def delivery_attempt(*, delivery_id: int, number: int, first: int = 1) -> str:
     delivery = WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
     webhook = delivery.webhook
     started = timezone.now()
+    clock = time.monotonic()
     if not webhook.enabled and delivery.event != WebhookEvent.PING:
-        status, error, elapsed = None, "Not sent: the webhook is disabled.", 0.0
+        error = DISABLED
     else:
         body = delivery.body.encode()
         secret = webhook_secret(webhook_id=webhook.pk, salt=webhook.salt)
@@ -92,23 +120,25 @@ def delivery_attempt(*, delivery_id: int, number: int, first: int = 1) -> str:
             DELIVERY_HEADER: str(delivery.delivery_id),
             SIGNATURE_HEADER: signature_header(secret=secret, body=body),
         }
-        clock = time.monotonic()
-        status, error = _post(webhook.url, body=body, headers=headers)
-        elapsed = time.monotonic() - clock
+        error = "" if _post(webhook.url, body=body, headers=headers) else NOT_DELIVERED
+    elapsed = time.monotonic() - clock
     try:
+        # No status code and no duration: delivered or not is all the log says.
         WebhookAttempt.objects.create(
             delivery=delivery,
             number=number,
             started_at=started,
-            status_code=status,
-            duration_ms=int(elapsed * 1000),
-            error=error[:ERROR_MAX_CHARS],
+            status_code=None,
+            duration_ms=0,
+            error=error,
         )
     except IntegrityError:  # another run of the same message recorded it first
         return ""
     retries = settings.CAIRN_WEBHOOK_RETRY_S
     step = number - first
-    now = timezone.now()
+    # Times count from the attempt's start, so when the next one starts (or when the
+    # delivery finished) does not tell how long the network took to answer.
+    now = started
     if not error:
         state, next_at, finished = DeliveryState.DELIVERED, None, now
     elif step < len(retries) and webhook.enabled:
@@ -120,10 +150,12 @@ def delivery_attempt(*, delivery_id: int, number: int, first: int = 1) -> str:
     else:
         state, next_at, finished = DeliveryState.FAILED, None, now
     WebhookDelivery.objects.filter(pk=delivery_id).update(
-        state=state, last_status_code=status, next_retry_at=next_at, finished_at=finished
+        state=state, last_status_code=None, next_retry_at=next_at, finished_at=finished
     )
     if next_at is not None:
         current_app.send_task(
-            DELIVER_TASK, args=[delivery_id, number + 1, first], countdown=retries[step]
+            DELIVER_TASK,
+            args=[delivery_id, number + 1, first],
+            countdown=max(0.0, retries[step] - elapsed),
         )
     return state

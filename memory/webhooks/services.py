@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlencode, urlsplit
 
 from celery import current_app
 from django.conf import settings
@@ -36,6 +36,7 @@ from memory.models import (
     Workspace,
 )
 from memory.models.webhooks import URL_MAX_CHARS
+from memory.webhooks.destination import destination_check
 from memory.webhooks.signing import webhook_secret
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ def _refuse(field: str, message: str) -> ApplicationError:
 
 
 def webhook_url_clean(url) -> str:
-    """http(s) with a host, at most URL_MAX_CHARS, no credentials in it."""
+    """http(s) with a host, at most URL_MAX_CHARS, no credentials in it, not an
+    internal address (``memory.webhooks.destination``)."""
     if not isinstance(url, str) or not url.strip():
         raise _refuse("url", "Enter the URL Cairn should POST events to.")
     url = url.strip()
@@ -85,7 +87,14 @@ def webhook_url_clean(url) -> str:
             f"The URL looks like it carries a {finding.kind if finding else 'password'}: "
             "Cairn never stores secrets. Receivers check the X-Cairn-Signature header instead.",
         )
+    # Refused now when its address is already known to be internal; checked again at
+    # every delivery, where an unresolvable name fails.
+    destination_check(parts.hostname, url_port(parts), unresolved_ok=True)
     return url
+
+
+def url_port(parts: SplitResult) -> int:
+    return parts.port or (443 if parts.scheme == "https" else 80)
 
 
 def webhook_events_clean(events) -> list[str]:
@@ -177,9 +186,11 @@ def webhook_delete(*, webhook: Webhook, actor: Actor, reason: str = "") -> None:
 # --------------------------------------------------------------------------- events
 
 
-def absolute_url(name: str, *args) -> str:
-    """A link a receiver can open: SITE_URL plus the review page's path."""
-    return settings.SITE_URL.rstrip("/") + reverse(name, args=args)
+def absolute_url(name: str, *args, workspace: Workspace) -> str:
+    """A link a receiver can open: SITE_URL plus the review page's path, naming the
+    workspace (``?ws=<name>``) so it opens there for someone in several."""
+    path = reverse(name, args=args)
+    return f"{settings.SITE_URL.rstrip('/')}{path}?{urlencode({'ws': workspace.name})}"
 
 
 def _send(delivery_ids: list[int], *, number: int = 1) -> None:

@@ -19,7 +19,10 @@ def harness(ready):
     return harness_api(ready.agent)
 
 
-def _turn(client, session="sess-p", index=1, role="user", content="Escalate CFO mail in 48h."):
+SAID = "Escalate anything from the CFO after 48 hours; cfo@example.com is a priority sender."
+
+
+def _turn(client, session="sess-p", index=1, role="user", content=SAID):
     response = client.post(
         f"/api/v1/sessions/{session}/turns/",
         {"role": role, "content": content, "turn_index": index},

@@ -10,10 +10,15 @@ pytestmark = pytest.mark.django_db
 
 def test_facts_supersede_and_report_consumers(ready):
     url = "/api/v1/facts/priority_senders/alice@example.com/"
-    created = ready.put(url, fact_body(ready, value=True), format="json")
+    created = ready.put(url, fact_body(ready, key="alice@example.com", value=True), format="json")
     assert created.status_code == 201
     assert created.json()["provenance_source"] == "user_instruction"
-    assert ready.put(url, fact_body(ready, value=True), format="json").status_code == 200
+    assert (
+        ready.put(
+            url, fact_body(ready, key="alice@example.com", value=True), format="json"
+        ).status_code
+        == 200
+    )
     assert LearnedFact.objects.count() == 1
     updated = ready.put(url, fact_body(ready, value={"rank": 1}), format="json")
     assert updated.status_code == 200

@@ -165,7 +165,7 @@ def test_another_workspace_cannot_see_or_touch_a_skill(api, make_api):
     assert created.status_code == 201
     api.put(
         "/api/v1/facts/priority_senders/alice@example.com/",
-        fact_body(api, value=True),
+        fact_body(api, key="alice@example.com", value=True),
         format="json",
     )
     stranger = make_api()

@@ -40,7 +40,7 @@ def test_a_reviewer_walks_from_a_webhook_payload_to_the_decision(
             secret=issued.secret, body=got.body, header=got.headers["X-Cairn-Signature"]
         )
     (payload,) = [g.json["data"] for g in staged if g.json["data"]["delta"]["id"] == first.pk]
-    assert payload["delta"]["url"] == f"{live_server.url}/deltas/{first.pk}/"
+    assert payload["delta"]["url"] == f"{live_server.url}/deltas/{first.pk}/?ws={workspace.name}"
 
     from memory.identity.services import user_create
 

@@ -158,13 +158,16 @@ def bundle(
     # The person's turn (posted by the harness) the learned preference cites.
     _raw_history(b, name=name, text=text)
     # A learned preference (auto-approved: the workspace opted in) and a fact.
+    body = text("delta", f"Escalate threads from the {name} board after a day.")
     write = delta_create(
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",
         anchor={"section": "escalation"},
-        payload={"body": text("delta", f"Escalate threads from the {name} board after a day.")},
-        provenance=backed(agent, {"source": "user_instruction", "turns": [f"{b.session}#1"]}),
+        payload={"body": body},
+        provenance=backed(
+            agent, {"source": "user_instruction", "turns": [f"{b.session}#1"]}, said=body
+        ),
     )
     b.deltas.append(write.delta.pk)
     fact, _ = fact_put(
@@ -172,8 +175,10 @@ def bundle(
         agent=agent,
         namespace="priority_senders",
         key=f"{name}-lead",
-        value={"email": text("fact", f"lead@{name}.example.com")},
-        provenance=backed(agent, {"source": "user_instruction", "turns": [f"{b.session}#2"]}),
+        value={"email": (lead := text("fact", f"lead@{name}.example.com"))},
+        provenance=backed(
+            agent, {"source": "user_instruction", "turns": [f"{b.session}#2"]}, said=lead
+        ),
     )
     b.facts.append(fact.pk)
     harness_feedback(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 
+from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.models import Role
 
@@ -64,13 +65,15 @@ def declare_tools(api, tools=None):
     return response
 
 
-def backed(agent, provenance):
+def backed(agent, provenance, said=None):
     """``provenance`` with the records it cites stored through the harness channel.
 
     A ``user_instruction`` is trusted only when its turns are stored user turns the
-    harness posted; an ``outcome_evidence`` only when it cites a passed outcome the
-    harness posted. This posts them (real services, channel harness) and returns the
-    provenance to send; other sources are returned unchanged.
+    harness posted that say what is claimed (``said``: the delta's or fact's words,
+    a string or a list of them); an ``outcome_evidence`` only when it cites a passed
+    outcome the harness posted. This posts them (real services, channel harness) and
+    returns the provenance to send; other sources are returned unchanged. A turn
+    cited again for another claim is extended to say that too.
     """
     from memory.knowledge.conversations import turn_store
     from memory.lessons.outcomes import outcome_record
@@ -80,21 +83,39 @@ def backed(agent, provenance):
     if not isinstance(provenance, dict):
         return provenance
     source = provenance.get("source")
+    from memory.core.secrets import scan_fields
+    from memory.core.validation import check_json_strings
+    from memory.skills.trust import said_in
+
+    words = " ".join([said] if isinstance(said, str) else (said or []))
+    try:
+        check_json_strings("said", words)
+        unstorable = bool(scan_fields({"said": words}))
+    except ApplicationError:
+        unstorable = True
+    if unstorable:
+        words = ""  # refused before provenance is read (credential, NUL): nothing to back
     if source == "user_instruction":
         for ref in provenance.get("turns") or []:
             session, _, index = str(ref).rpartition("#")
+            if not session or not index.isdigit():
+                continue
             stored = ConversationTurn.objects.filter(
-                workspace=agent.workspace, session_id=session, role="user"
-            )
-            if session and index.isdigit() and not stored.filter(turn_index=int(index)).exists():
+                workspace=agent.workspace, session_id=session, role="user", turn_index=int(index)
+            ).first()
+            if stored is None:
                 turn_store(
                     workspace=agent.workspace,
                     agent=agent,
                     session_id=session,
                     role="user",
-                    content=f"(the person's instruction, turn {ref})",
+                    content=f"(the person's instruction, turn {ref}) {words}".strip(),
                     turn_index=int(index),
                     channel=Channel.HARNESS,
+                )
+            elif words and not said_in([words], stored.content):
+                ConversationTurn.objects.filter(pk=stored.pk).update(
+                    content=f"{stored.content} {words}"
                 )
     elif source == "outcome_evidence" and "outcomes" not in provenance:
         payload = passed_payload()
@@ -137,10 +158,14 @@ def harness_feedback(*, agent, **kwargs):
     return feedback_record(actor=Actor.for_agent(agent, channel=Channel.HARNESS), **kwargs).sample
 
 
-def fact_body(api, **body):
-    """A PUT /facts/ body whose user_instruction provenance the harness has backed."""
+def fact_body(api, key: str = "", **body):
+    """A PUT /facts/ body whose user_instruction provenance the harness has backed
+    with a turn that says it (the value's words, or ``key`` for a true/false value)."""
+    from memory.skills.facts import fact_claim
+
     body.setdefault("provenance", {"source": "user_instruction", "turns": ["s1#1"]})
-    body["provenance"] = backed(api.agent, body["provenance"])
+    said = fact_claim(key=key, value=body.get("value"))
+    body["provenance"] = backed(api.agent, body["provenance"], said=said)
     return body
 
 
@@ -148,8 +173,24 @@ def post_delta(api, name="triage-inbox", back: bool = True, **body):
     """POST a delta; by default its provenance is backed first (see ``backed``)."""
     body.setdefault("provenance", {"source": "user_instruction", "turns": ["s1#1"]})
     if back:
-        body["provenance"] = backed(api.agent, body["provenance"])
+        body["provenance"] = backed(api.agent, body["provenance"], said=_said(body))
     return api.post(f"/api/v1/skills/{name}/deltas/", body, format="json")
+
+
+def _said(body: dict) -> list[str]:
+    """The words a cited turn must hold for ``body`` (a delta POST) to be trusted."""
+    from memory.skills.deltas import delta_claim
+    from memory.skills.facts import fact_claim
+
+    payload = body.get("payload")
+    if not isinstance(payload, dict):
+        return []
+    if body.get("kind") == "fact":
+        return fact_claim(key=str(payload.get("key", "")), value=payload.get("value"))
+    try:
+        return [str(piece) for piece in delta_claim(kind=body.get("kind"), payload=payload)]
+    except (KeyError, TypeError):
+        return []
 
 
 def preference(
@@ -224,13 +265,16 @@ def propose(
     from memory.skills.deltas import delta_create
 
     provenance = provenance if provenance is not None else USER_INSTRUCTION
+    payload_ = payload if payload is not None else {"body": text}
     return delta_create(
         agent=agent,
         skill_name=kw.pop("skill_name", "triage-inbox"),
         kind=kind,
         anchor={"section": section},
-        payload=payload if payload is not None else {"body": text},
-        provenance=backed(agent, provenance) if back else provenance,
+        payload=payload_,
+        provenance=backed(agent, provenance, said=_said({"kind": kind, "payload": payload_}))
+        if back
+        else provenance,
         **kw,
     ).delta
 

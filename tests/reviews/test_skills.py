@@ -6,7 +6,7 @@ import pytest
 
 from memory.core.actors import Actor
 from memory.skills.consent import delta_approve
-from memory.skills.facts import fact_put
+from memory.skills.facts import fact_claim, fact_put
 from memory.skills.registry import skill_register
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.skills import (
@@ -225,7 +225,9 @@ def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, wor
         namespace="priority_senders",
         key="cfo@acme.example",
         value=True,
-        provenance=backed(agent, USER_INSTRUCTION),
+        provenance=backed(
+            agent, USER_INSTRUCTION, said=fact_claim(key="cfo@acme.example", value=True)
+        ),
     )[0]
     inert = fact_put(
         workspace=workspace,
@@ -233,7 +235,9 @@ def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, wor
         namespace="tone",
         key="greeting",
         value={"style": "<b>warm</b>"},
-        provenance=backed(agent, USER_INSTRUCTION),
+        provenance=backed(
+            agent, USER_INSTRUCTION, said=fact_claim(key="greeting", value={"style": "<b>warm</b>"})
+        ),
     )[0]
     response = viewer.get("/facts/")
     assert response.status_code == 200
@@ -255,7 +259,7 @@ def test_facts_show_only_the_current_value(viewer, agent, workspace):
         namespace="tone",
         key="greeting",
         value="hi",
-        provenance=backed(agent, USER_INSTRUCTION),
+        provenance=backed(agent, USER_INSTRUCTION, said=fact_claim(key="greeting", value="hi")),
     )
     fact_put(
         workspace=workspace,
@@ -263,7 +267,7 @@ def test_facts_show_only_the_current_value(viewer, agent, workspace):
         namespace="tone",
         key="greeting",
         value="hello",
-        provenance=backed(agent, USER_INSTRUCTION),
+        provenance=backed(agent, USER_INSTRUCTION, said=fact_claim(key="greeting", value="hello")),
     )
     html = viewer.get("/facts/", **HX).content.decode()
     assert html.lstrip().startswith('<div id="rows"')
@@ -278,7 +282,7 @@ def test_facts_filter_by_namespace_and_say_what_to_do_when_empty(viewer, agent, 
         namespace="tone",
         key="greeting",
         value="hi",
-        provenance=backed(agent, USER_INSTRUCTION),
+        provenance=backed(agent, USER_INSTRUCTION, said=fact_claim(key="greeting", value="hi")),
     )
     html = viewer.get("/facts/").content.decode()
     assert '<option value="tone"' in html
@@ -293,7 +297,7 @@ def test_facts_of_another_workspace_are_invisible(viewer, agent):
         namespace="tone",
         key="secret",
         value=1,
-        provenance=backed(other, USER_INSTRUCTION),
+        provenance=backed(other, USER_INSTRUCTION, said=fact_claim(key="secret", value=1)),
     )
     assert "secret" not in viewer.get("/facts/").content.decode()
 
@@ -308,7 +312,7 @@ def test_the_facts_query_count_is_pinned(
             namespace=f"ns{i % 6}",
             key=f"k{i}",
             value=i,
-            provenance=backed(agent, USER_INSTRUCTION),
+            provenance=backed(agent, USER_INSTRUCTION, said=fact_claim(key=f"k{i}", value=i)),
         )
     client = member_client(workspace=workspace, role="viewer")
     client.get("/facts/")

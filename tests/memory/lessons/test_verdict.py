@@ -55,6 +55,13 @@ def test_it_fails_a_check_that_ran_before_the_last_edit():
     assert passed(approach=approach, checks=[check(1, 0), check(3, 0)]) is True
 
 
+def test_a_check_at_the_same_step_as_the_last_edit_is_not_fresh():
+    # Which ran first cannot be told: the check does not prove the edit.
+    approach = [step("edit:cart.py", "cart.py", "ok", 2, mutated=True)]
+    assert passed(approach=approach, checks=[check(2, 0)]) is False
+    assert passed(approach=approach, checks=[check(2, 0), check(3, 0)]) is True
+
+
 def test_it_does_not_count_non_mutating_steps_as_edits():
     approach = [step("read:cart.py", "cart.py", "ok", 5, mutated=False)]
     assert passed(approach=approach, checks=[check(1, 0)]) is True

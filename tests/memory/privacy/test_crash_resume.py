@@ -10,6 +10,7 @@ session-wide test worker never takes the job they are about to interrupt; the jo
 sent there by a second Celery client, the way the service would send it.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ from django.conf import settings
 from django.db import transaction
 
 from memory.core.actors import Actor
-from memory.models import ErasureSelector, JobRun, Knowledge
+from memory.models import ConversationTurn, ErasureSelector, JobRun, Knowledge
 from memory.privacy.erasure import erasure_request
 from memory.privacy.exports import export_request
 from memory.privacy.selection import Selector
@@ -104,18 +105,53 @@ def client_app():
     redis.Redis.from_url(_broker_url()).flushdb()
 
 
-def _rows(workspace, context: str, n: int) -> None:
+def _rows(workspace, context: str, n: int, turns: int = 0) -> None:
     Knowledge.objects.bulk_create(
         Knowledge(workspace=workspace, content=f"Crash row {i} about {context}", context=context)
         for i in range(n)
     )
+    ConversationTurn.objects.bulk_create(
+        ConversationTurn(
+            workspace=workspace,
+            session_id=f"sess-{context}",
+            role="user",
+            turn_index=i,
+            content=f"Crash turn {i} about {context}",
+            context=context,
+        )
+        for i in range(turns)
+    )
+
+
+def _table_files_holding(needle: bytes) -> list[str]:
+    """Tables whose heap or TOAST files hold ``needle`` (after CHECKPOINT)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("CHECKPOINT")
+        cursor.execute("SHOW data_directory")
+        root = Path(cursor.fetchone()[0])
+        cursor.execute(
+            "SELECT c.relname, pg_relation_filepath(c.oid), "
+            "pg_relation_filepath(NULLIF(c.reltoastrelid, 0)) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind = 'r' AND n.nspname = 'public'"
+        )
+        rows = cursor.fetchall()
+    holding = set()
+    for name, *paths in rows:
+        for path in filter(None, paths):
+            for file in (root / path).parent.glob(Path(path).name + "*"):
+                if "_" not in file.name and needle in file.read_bytes():
+                    holding.add(name)
+    return sorted(holding)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_kill_9_mid_erasure_resumes_and_the_receipt_counts_what_went(client_app):
     workspace = WorkspaceFactory()
-    _rows(workspace, "crash-erase", 1200)
-    _rows(workspace, "crash-keep", 40)
+    _rows(workspace, "crash-erase", 1200, turns=300)
+    _rows(workspace, "crash-keep", 40, turns=10)
     receipt = _queued_without_sending(
         lambda: erasure_request(
             workspace=workspace,
@@ -162,9 +198,16 @@ def test_kill_9_mid_erasure_resumes_and_the_receipt_counts_what_went(client_app)
     # and the receipt counts each deleted row once.
     assert Knowledge.objects.filter(workspace=workspace, context="crash-erase").count() == 0
     assert Knowledge.objects.filter(workspace=workspace, context="crash-keep").count() == 40
-    assert receipt.counts == {"memory.Knowledge": 1200}
-    assert receipt.preview == {"memory.Knowledge": 1200}
+    assert receipt.counts == {"memory.ConversationTurn": 300, "memory.Knowledge": 1200}
+    assert receipt.preview == {"memory.ConversationTurn": 300, "memory.Knowledge": 1200}
     assert not ErasureSelector.objects.filter(job_run=run).exists()
+    # The resumed run rewrote what its killed predecessor deleted from too (the
+    # receipt's counts carry over), the conversation turns included: the erased
+    # text is in no table file.
+    assert ConversationTurn.objects.filter(context="crash-keep").count() == 10
+    for table in ("memory_knowledge", "memory_conversationturn"):
+        assert table in receipt.effects["rewritten"], receipt.effects
+    assert _table_files_holding(b"about crash-erase") == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -211,6 +254,8 @@ def test_kill_9_mid_export_resumes_and_the_file_equals_a_clean_export(client_app
     media = Path(settings.MEDIA_ROOT)
     first = (media / interrupted.result["file"]).read_text().splitlines()
     second = (media / clean.result["file"]).read_text().splitlines()
-    # Same records in the same order; only the header line names its own run.
-    assert first[1:] == second[1:]
+    # Same records in the same order; only the header line names its own run (and so
+    # the signature line over it differs too).
+    assert first[1:-1] == second[1:-1]
+    assert json.loads(first[-1])["type"] == json.loads(second[-1])["type"] == "signature"
     assert not list((media / interrupted.result["file"]).parent.glob("*.part"))

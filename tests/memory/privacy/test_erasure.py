@@ -223,7 +223,8 @@ def test_it_loops_until_nothing_matches_not_the_first_batch(populated, settings)
     body = erasure_execute(workspace=workspace, selector=Selector(kind="text", value=marker))
     assert body["counts"]["memory.SkillDelta"] == 7
     assert body["counts"]["memory.Knowledge"] == 14  # 7 items and 7 error items
-    assert body["counts"]["memory.ConversationTurn"] == 7
+    # Two turns each: the request, and the turn where the person named the fact it set.
+    assert body["counts"]["memory.ConversationTurn"] == 14
     assert body["counts"]["memory.ToolCall"] == 7
     assert sql_sweep(marker) == {}
 
@@ -327,7 +328,11 @@ def test_it_erases_facts_learned_from_the_turns_of_an_erased_delta(populated):
         namespace="priority_senders",
         key="sibling",
         value={"email": "sibling@example.com"},
-        provenance=backed(agent, {"source": "user_instruction", "turns": [f"{erased.session}#1"]}),
+        provenance=backed(
+            agent,
+            {"source": "user_instruction", "turns": [f"{erased.session}#1"]},
+            said="sibling@example.com",
+        ),
     )
     erasure_execute(workspace=workspace, selector=Selector(kind="text", value=marker))
     assert not LearnedFact.objects.filter(pk=sibling.pk).exists()
@@ -348,7 +353,9 @@ def test_it_erases_umbrellas_proposed_from_erased_deltas(populated):
             kind="preference",
             anchor={"section": "drafting-replies"},
             payload={"body": text},
-            provenance=backed(agent, {"source": "user_instruction", "turns": [f"umb-{n}#1"]}),
+            provenance=backed(
+                agent, {"source": "user_instruction", "turns": [f"umb-{n}#1"]}, said=text
+            ),
         ).delta
         for n, text in enumerate(SAME)
     ]

@@ -122,7 +122,11 @@ def rich(workspace):
         namespace="priority_senders",
         key="alpha-lead",
         value={"email": "new-lead@alpha.example.com"},
-        provenance=backed(a, {"source": "user_instruction", "turns": ["sess-alpha#9"]}),
+        provenance=backed(
+            a,
+            {"source": "user_instruction", "turns": ["sess-alpha#9"]},
+            said="new-lead@alpha.example.com",
+        ),
     )
     token_issue(agent=a, scope="admin")
     return workspace
@@ -157,9 +161,10 @@ def test_it_round_trips_through_jsonl(rich, tmp_path):
 
 def test_it_writes_jsonl_one_record_per_line(rich):
     lines = _export(rich, fmt="jsonl").splitlines()
-    header, end = json.loads(lines[0]), json.loads(lines[-1])
+    header, end, signature = (json.loads(lines[i]) for i in (0, -2, -1))
     assert header["type"] == "header" and end["type"] == "end"
-    assert len(lines) == 2 + sum(header["counts"].values())
+    assert signature["type"] == "signature" and signature["alg"] == "hmac-sha256"
+    assert len(lines) == 3 + sum(header["counts"].values())
 
 
 def test_it_leaves_out_secrets_vectors_and_paths(rich):

@@ -75,7 +75,9 @@ def full(workspace):
             kind="preference",
             anchor={"section": "drafting-replies"},
             payload={"body": text},
-            provenance=backed(chat, {"source": "user_instruction", "turns": [f"umb-{n}#1"]}),
+            provenance=backed(
+                chat, {"source": "user_instruction", "turns": [f"umb-{n}#1"]}, said=text
+            ),
         )
     assert delta_consolidate(workspace=workspace)["proposed"] == 1
     return workspace

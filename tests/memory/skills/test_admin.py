@@ -33,7 +33,7 @@ def pref(
         kind="preference",
         anchor={"section": section},
         payload={"body": text},
-        provenance=backed(agent, provenance),
+        provenance=backed(agent, provenance, said=text),
         **kw,
     ).delta
 

@@ -56,7 +56,7 @@ def pref(
         kind="preference",
         anchor={"section": section},
         payload={"body": text},
-        provenance=backed(agent, provenance),
+        provenance=backed(agent, provenance, said=text),
         **kw,
     ).delta
 
@@ -318,7 +318,7 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
         kind="tool-hint",
         anchor={"section": "escalation"},
         payload={"prefer": ["pre_scan_inbox"]},
-        provenance=backed(agent, USER),
+        provenance=backed(agent, USER, said="pre_scan_inbox"),
     )
     delta_create(
         agent=agent,
@@ -326,7 +326,7 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
         kind="fact",
         anchor=None,
         payload={"namespace": "priority_senders", "key": "cfo@x.example", "value": True},
-        provenance=backed(agent, USER),
+        provenance=backed(agent, USER, said="cfo@x.example"),
     )
     kpis = skill_kpis(workspace=workspace)
     assert kpis["deltas_by_tier_status"] == {"1": {"staged": 1}, "3": {"active": 1, "staged": 1}}

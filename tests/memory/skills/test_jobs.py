@@ -41,7 +41,7 @@ def active(agent, text, section="drafting-replies", person=None):
         kind="preference",
         anchor={"section": section},
         payload={"body": text},
-        provenance=backed(agent, USER),
+        provenance=backed(agent, USER, said=text),
     ).delta
     return delta_approve(
         delta=delta, actor=Actor.for_user(person or reviewer(agent.workspace)), reason="ok"
