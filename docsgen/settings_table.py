@@ -1,4 +1,4 @@
-"""The configuration table, read from the source of cairn/settings.py.
+"""The configuration table, read from the source of cairn/settings.py and tuning.py.
 
 Every environment variable the settings read (through ``cairn.env``'s helpers or
 ``os.environ``) is a row: its name, its default as written in the source, and its
@@ -15,7 +15,11 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = (ROOT / "cairn" / "settings.py", ROOT / "cairn" / "embedded.py")
+SOURCES = (
+    ROOT / "cairn" / "settings.py",
+    ROOT / "cairn" / "tuning.py",
+    ROOT / "cairn" / "embedded.py",
+)
 DESCRIPTIONS = Path(__file__).resolve().parent / "settings.yaml"
 _HELPERS = {"envbool", "envint", "envfloat", "envstr"}
 
@@ -115,8 +119,8 @@ def markdown() -> str:
         "Cairn is configured by environment variables only; with none set you get the",
         "embedded default (PostgreSQL with pgvector and Valkey started from Python",
         "packages, data under `var/`). An unset or empty variable takes its default.",
-        "This table is generated from the source of `cairn/settings.py` (and",
-        "`cairn/embedded.py`), so it lists every variable those read.",
+        "This table is generated from the source of `cairn/settings.py`,",
+        "`cairn/tuning.py` and `cairn/embedded.py`, so it lists every variable they read.",
         "",
         "| variable | default | what it does |",
         "| --- | --- | --- |",
