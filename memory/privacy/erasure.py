@@ -6,6 +6,8 @@ this": it deletes the rows a selector reaches, the rows derived from them, their
 vectors (columns of those rows) and cached renderings, reclaims the dead tuples,
 and leaves a receipt with counts and no content. What is erased from where is
 decided by one map, ``memory.privacy.datamap``; the preview and the job both read it.
+The order of the job's steps is ``erasure_steps``; what it does to the table files
+and the WAL afterwards is ``erasure_storage``.
 """
 
 from __future__ import annotations
@@ -14,13 +16,10 @@ import hashlib
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from django.apps import apps
 from django.conf import settings
-from django.db import connection, models, transaction
-from django.db.models import QuerySet
+from django.db import transaction
 from django.db.models.deletion import Collector
 from django.utils import timezone
 
@@ -35,23 +34,31 @@ from memory.models import (
     ErasureReceipt,
     ErasureSelector,
     ErasureStatus,
-    IdempotencyRecord,
     JobRun,
     Workspace,
 )
-from memory.privacy.datamap import TABLES, Plan, erasable_tables, followers_of
+from memory.privacy.datamap import TABLES, Plan, followers_of
+from memory.privacy.erasure_steps import (
+    Step,
+    erasure_steps,
+    idempotency_quoting,
+    lineage_ids,
+    quoted_copies,
+)
+from memory.privacy.erasure_storage import (
+    REDACTED_TABLES,
+    erasure_touched_tables,
+    vacuum_tables,
+    wal_switch,
+)
 from memory.privacy.exports import export_files_forget
 from memory.privacy.queries import text_match
 from memory.privacy.selection import ERASURE_SELECTORS, Selector, refusal, selector_from_message
-from memory.privacy.tables import Derivation, Table
+from memory.privacy.tables import Table
 from memory.skills.effective import effective_skill_cache_forget
 from memory.webhooks.events import erasure_completed_event
 
 logger = logging.getLogger(__name__)
-
-# A quoted string this long or longer in a stored response is taken as a quote of
-# the erased row (shorter ones, like "global", would match unrelated responses).
-QUOTE_MIN_CHARS = 8
 
 # Audit events name their target as (target_type, id): the events about an erased
 # row lose their reasons in the batch that deletes it.
@@ -67,100 +74,6 @@ AUDIT_TARGETS = {
 # A selector value shorter than this is not searched for in free-text reasons (a
 # context named "a" would redact every reason with an "a" in it).
 REASON_SEARCH_MIN_CHARS = 4
-# Tables whose rows hold people's words about erased rows without being erased
-# themselves: their old row versions are vacuumed too.
-REDACTED_TABLES = ("memory.AuditEvent", "memory.ErasureReceipt")
-
-
-# --------------------------------------------------------------------------- selectors
-
-
-# --------------------------------------------------------------------------- steps
-
-
-@dataclass(frozen=True)
-class Step:
-    """One pass of the job: rows of ``table`` to delete (or to rebuild their owner)."""
-
-    table: Table
-    name: str
-    rows: Callable[[], QuerySet]
-    derivation: Derivation | None = None
-
-
-def erasure_steps(plan: Plan) -> list[Step]:
-    """Derivations first (they read their sources, which the direct steps delete),
-    then every erasable table's direct matches, in map order."""
-    steps: list[Step] = []
-    for table, derivation in plan.derivations():
-        if derivation.action == "rebuild":
-            steps.append(Step(table, derivation.name, lambda: None, derivation))
-        else:
-            steps.append(
-                Step(table, derivation.name, (lambda d=derivation: d.rows(plan)), derivation)
-            )
-    for table in erasable_tables():
-        if plan.selector.kind == "text" or plan.selector.kind in table.selectors:
-            steps.append(Step(table, "direct", (lambda t=table: plan.direct(t.label))))
-    return steps
-
-
-def _lineage(model: type[models.Model], field_name: str | None, ids: set[int]) -> set[int]:
-    """``ids`` and every earlier version that a chain of ``field_name`` leads to them."""
-    if not field_name:
-        return ids
-    out = set(ids)
-    frontier = set(ids)
-    while frontier:
-        older = set(
-            model._default_manager.filter(**{f"{field_name}__in": frontier})
-            .exclude(pk__in=out)
-            .values_list("pk", flat=True)
-        )
-        out |= older
-        frontier = older
-    return out
-
-
-def _strings(value) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for inner in value.values():
-            yield from _strings(inner)
-    elif isinstance(value, list | tuple):
-        for inner in value:
-            yield from _strings(inner)
-
-
-def _quotes(table: Table, ids: Iterable[int]) -> set[str]:
-    """The table's ``quoted`` values of these rows, as the JSON strings a stored API
-    response would hold them in (the same escaping DRF uses, and the ASCII one)."""
-    if not table.quoted:
-        return set()
-    quotes: set[str] = set()
-    rows = table.model._default_manager.filter(pk__in=ids).values_list(*table.quoted)
-    for row in rows:
-        for value in row:
-            for text in _strings(value):
-                if len(text) >= QUOTE_MIN_CHARS:
-                    quotes.add(json.dumps(text, ensure_ascii=False))
-                    quotes.add(json.dumps(text))
-    return quotes
-
-
-def _idempotency_quoting(workspace: Workspace, quotes: set[str]) -> QuerySet:
-    from django.db.models.expressions import RawSQL
-
-    if not quotes:
-        return IdempotencyRecord.objects.none()
-    quoting = RawSQL(
-        "EXISTS (SELECT 1 FROM unnest(%s::text[]) AS q(s) "
-        'WHERE strpos(convert_from("memory_idempotencyrecord"."response_body", \'UTF8\'), q.s) > 0)',
-        [sorted(quotes)],
-        output_field=models.BooleanField(),
-    )
-    return IdempotencyRecord.objects.filter(quoting, workspace=workspace)
 
 
 # --------------------------------------------------------------------------- preview
@@ -204,7 +117,7 @@ def erasure_preview(*, workspace: Workspace, selector: Selector) -> ErasurePrevi
             ids[step.table.label] |= set(step.rows().values_list("pk", flat=True))
     for label in list(ids):
         table = TABLES[label]
-        ids[label] = _lineage(table.model, table.lineage, ids[label])
+        ids[label] = lineage_ids(table.model, table.lineage, ids[label])
     for label in list(ids):
         for follower, q in followers_of(label):
             if ids[label]:
@@ -216,9 +129,9 @@ def erasure_preview(*, workspace: Workspace, selector: Selector) -> ErasurePrevi
     quotes: set[str] = set()
     for label, pks in ids.items():
         if pks and label != "memory.IdempotencyRecord":
-            quotes |= _quotes(TABLES[label], pks)
+            quotes |= quoted_copies(TABLES[label], pks)
     ids["memory.IdempotencyRecord"] |= set(
-        _idempotency_quoting(workspace, quotes).values_list("pk", flat=True)
+        idempotency_quoting(workspace, quotes).values_list("pk", flat=True)
     )
     preview = ErasurePreview(selector=selector)
     collector = Collector(using="default", origin=None)
@@ -350,7 +263,7 @@ def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tal
     stored responses that quote it, in one transaction."""
     model = table.model
     with transaction.atomic():
-        ids = _lineage(model, table.lineage, ids)
+        ids = lineage_ids(model, table.lineage, ids)
         ids = set(
             model._default_manager.select_for_update()
             .filter(pk__in=ids)
@@ -358,7 +271,7 @@ def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tal
         )
         if not ids:
             return
-        quotes = _quotes(table, ids)
+        quotes = quoted_copies(table, ids)
         if table.label == "memory.SkillDelta":
             tally.agents_with_deltas |= set(
                 model._default_manager.filter(pk__in=ids).values_list("agent_id", flat=True)
@@ -372,7 +285,7 @@ def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tal
         for label, n in deleted.items():
             counts[label] += n
         if quotes:
-            _, deleted = _idempotency_quoting(workspace, quotes).delete()
+            _, deleted = idempotency_quoting(workspace, quotes).delete()
             for label, n in deleted.items():
                 counts[label] += n
         if table.label in AUDIT_TARGETS:
@@ -509,117 +422,6 @@ def reasons_redact(*, workspace: Workspace, selector: Selector) -> int:
             workspace=workspace, reason__icontains=value
         ).update(reason=REASON_ERASED)
     return changed
-
-
-def erasure_touched_tables() -> list[str]:
-    """Every table an erasure deletes from, rebuilds, or redacts words in."""
-    labels = {table.label for table in erasable_tables()}
-    for label in list(labels):
-        labels |= {follower.label for follower, _ in followers_of(label)}
-    return sorted(labels | {"memory.IdempotencyRecord", *REDACTED_TABLES})
-
-
-def vacuum_tables(*, labels: Iterable[str], rewrite: Iterable[str] = ()) -> dict[str, list[str]]:
-    """VACUUM (ANALYZE) each table so the dead tuples of erased rows are reclaimed,
-    and rewrite (VACUUM FULL) the tables in ``rewrite``.
-
-    Why rewrite: VACUUM frees an erased row's space but does not overwrite it; a
-    page left with no live rows keeps the erased bytes in the table file until new
-    rows land there. VACUUM FULL writes the live rows to a new file and deletes the
-    old one. It holds the table's exclusive lock while it copies, so it waits at most
-    CAIRN_ERASURE_VACUUM_WAIT_S for the lock, and falls back to a plain VACUUM
-    (reported in ``rewrite_skipped``); CAIRN_ERASURE_REWRITE=false turns it off.
-
-    VACUUM cannot run inside a transaction block, so it gets its own autocommit
-    connection (the job's connection may be inside one, e.g. under tests).
-    SKIP_LOCKED first: a table another VACUUM (usually autovacuum) holds is tried
-    again afterwards, waiting for the lock like a rewrite. Truncating empty pages
-    at the end of a table waits up to 5 s for other transactions' locks
-    (CAIRN_ERASURE_VACUUM_TRUNCATE turns it off).
-    """
-    import psycopg
-
-    def tables_of(names: Iterable[str]) -> set[str]:
-        out = set()
-        for label in names:
-            try:
-                out.add(apps.get_model(label)._meta.db_table)
-            except LookupError:
-                continue
-        return out
-
-    full = tables_of(rewrite) if settings.CAIRN_ERASURE_REWRITE else set()
-    tables = sorted(tables_of(labels) | full)
-    done: dict[str, list[str]] = {
-        "vacuumed": [],
-        "rewritten": [],
-        "skipped": [],
-        "rewrite_skipped": [],
-    }
-    if not tables:
-        return done
-    params = {
-        k: v
-        for k, v in connection.get_connection_params().items()
-        if k not in ("cursor_factory", "context", "prepare_threshold")
-    }
-    options = "ANALYZE"
-    if not settings.CAIRN_ERASURE_VACUUM_TRUNCATE:
-        options += ", TRUNCATE false"
-    notices: list[str] = []
-    with psycopg.connect(**params, autocommit=True) as conn:
-        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
-        busy = []
-        for table in tables:
-            if table in full:
-                continue
-            notices.clear()
-            conn.execute(f'VACUUM (SKIP_LOCKED, {options}) "{table}"')
-            skipped = any("skipping" in message for message in notices)
-            (busy if skipped else done["vacuumed"]).append(table)
-        wait = int(settings.CAIRN_ERASURE_VACUUM_WAIT_S * 1000)
-        conn.execute(f"SET lock_timeout = '{wait}ms'")
-        for table in sorted(full):
-            try:
-                conn.execute(f'VACUUM (FULL, ANALYZE) "{table}"')
-            except psycopg.errors.LockNotAvailable:
-                done["rewrite_skipped"].append(table)
-                busy.append(table)
-            else:
-                done["rewritten"].append(table)
-        for table in busy:
-            try:
-                conn.execute(f'VACUUM ({options}) "{table}"')
-            except psycopg.errors.LockNotAvailable:
-                done["skipped"].append(table)
-            else:
-                done["vacuumed"].append(table)
-    done["vacuumed"].sort()
-    return done
-
-
-def wal_switch() -> bool:
-    """Start a new WAL segment and checkpoint, so the segments that held the erased
-    rows' inserts (and page images) are behind the checkpoint: PostgreSQL then
-    removes them (or, with wal_recycle on, renames them for reuse and overwrites
-    them later). Needs a superuser or a role granted pg_checkpoint and EXECUTE on
-    pg_switch_wal(); returns False when the role may not (the receipt says so)."""
-    import psycopg
-
-    if not settings.CAIRN_ERASURE_WAL_SWITCH:
-        return False
-    params = {
-        k: v
-        for k, v in connection.get_connection_params().items()
-        if k not in ("cursor_factory", "context", "prepare_threshold")
-    }
-    try:
-        with psycopg.connect(**params, autocommit=True) as conn:
-            conn.execute("SELECT pg_switch_wal()")
-            conn.execute("CHECKPOINT")
-    except psycopg.errors.InsufficientPrivilege:
-        return False
-    return True
 
 
 def receipt_digest(receipt: ErasureReceipt) -> str:
