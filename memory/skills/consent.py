@@ -75,6 +75,21 @@ def _base_refuse(delta: SkillDelta) -> None:
         )
 
 
+def _transition_audit(
+    delta: SkillDelta, *, actor: str, action: str, reason: str, previous: str
+) -> None:
+    """The audit event of a status change, naming the status before and after."""
+    audit_record(
+        workspace=delta.workspace,
+        actor=actor,
+        action=action,
+        target_type="skill_delta",
+        target_id=delta.pk,
+        reason=reason,
+        details={"from": previous, "to": delta.status},
+    )
+
+
 def delta_activate(delta: SkillDelta, *, actor: str, reason: str, action: str, **extra) -> None:
     """Make ``delta`` active; an approved umbrella supersedes its members."""
     if delta.provenance_source == ProvenanceSource.OUTCOME_EVIDENCE:
@@ -88,15 +103,7 @@ def delta_activate(delta: SkillDelta, *, actor: str, reason: str, action: str, *
     for name, value in extra.items():
         setattr(delta, name, value)
     delta.save()
-    audit_record(
-        workspace=delta.workspace,
-        actor=actor,
-        action=action,
-        target_type="skill_delta",
-        target_id=delta.pk,
-        reason=reason,
-        details={"from": previous, "to": DeltaStatus.ACTIVE},
-    )
+    _transition_audit(delta, actor=actor, action=action, reason=reason, previous=previous)
     delta_event(
         delta=delta, event=WebhookEvent.DELTA_DECIDED, decision="approved", decided_by=actor
     )
@@ -120,15 +127,7 @@ def delta_archive(
         delta.decision_seen = seen
         fields.append("decision_seen")
     delta.save(update_fields=fields)
-    audit_record(
-        workspace=delta.workspace,
-        actor=actor,
-        action=action,
-        target_type="skill_delta",
-        target_id=delta.pk,
-        reason=reason,
-        details={"from": previous, "to": DeltaStatus.ARCHIVED},
-    )
+    _transition_audit(delta, actor=actor, action=action, reason=reason, previous=previous)
 
 
 @transaction.atomic

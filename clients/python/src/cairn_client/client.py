@@ -299,6 +299,26 @@ class _Base(_Operations):
         # and every read asks not to be counted as use.
         self.incognito = incognito
 
+    def _after(self, attempt: int, response, failure):
+        """After one attempt: ``(True, answer)`` to return it, or ``(False, delay)`` to try
+        again after ``delay`` seconds; raises when the server cannot be reached and no
+        try (or no time before the deadline) is left. One policy for both clients."""
+        if failure is not None:
+            if attempt == self.retries:
+                raise CairnError(
+                    f"Cannot reach {self.url}: {failure}", code="unreachable", status=None
+                ) from failure
+        elif response.status_code not in RETRY_STATUSES or attempt == self.retries:
+            return True, self._decode(response)
+        delay = self._delay(attempt, response)
+        if self.deadline is not None and time.monotonic() + delay >= self.deadline:
+            if response is not None:
+                return True, self._decode(response)
+            raise CairnError(
+                f"Cannot reach {self.url}: no time left to retry", code="unreachable", status=None
+            )
+        return False, delay
+
     def _timeout(self) -> httpx.Timeout:
         """The timeout of the next request: the client's, cut to what the deadline leaves."""
         total = self.timeout
@@ -377,29 +397,17 @@ class Cairn(_Base):
         method, url, headers = self._prepare(operation_id, path, idempotency_key)
         params, json = self._incognito(method, params, json)
         for attempt in range(self.retries + 1):
-            response = None
+            response = failure = None
             try:
                 response = self._http.request(
                     method, url, params=params, json=json, headers=headers, timeout=self._timeout()
                 )
             except httpx.TransportError as exc:
-                if attempt == self.retries:
-                    raise CairnError(
-                        f"Cannot reach {self.url}: {exc}", code="unreachable", status=None
-                    ) from exc
-            else:
-                if response.status_code not in RETRY_STATUSES or attempt == self.retries:
-                    return self._decode(response)
-            delay = self._delay(attempt, response)
-            if self.deadline is not None and time.monotonic() + delay >= self.deadline:
-                if response is not None:
-                    return self._decode(response)
-                raise CairnError(
-                    f"Cannot reach {self.url}: no time left to retry",
-                    code="unreachable",
-                    status=None,
-                )
-            time.sleep(delay)
+                failure = exc
+            done, value = self._after(attempt, response, failure)
+            if done:
+                return value
+            time.sleep(value)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _call(self, operation_id: str, *, path=None, params=None, json=None):
@@ -426,18 +434,15 @@ class AsyncCairn(_Base):
         method, url, headers = self._prepare(operation_id, path)
         params, json = self._incognito(method, params, json)
         for attempt in range(self.retries + 1):
-            response = None
+            response = failure = None
             try:
                 response = await self._http.request(
                     method, url, params=params, json=json, headers=headers, timeout=self._timeout()
                 )
             except httpx.TransportError as exc:
-                if attempt == self.retries:
-                    raise CairnError(
-                        f"Cannot reach {self.url}: {exc}", code="unreachable", status=None
-                    ) from exc
-            else:
-                if response.status_code not in RETRY_STATUSES or attempt == self.retries:
-                    return self._decode(response)
-            await asyncio.sleep(self._delay(attempt, response))
+                failure = exc
+            done, value = self._after(attempt, response, failure)
+            if done:
+                return value
+            await asyncio.sleep(value)
         raise AssertionError("unreachable")  # pragma: no cover
