@@ -112,7 +112,14 @@ _INJECTED = _words(
     r"\b(?:assistant|agent)s?\s*,?\s+(?:must|should)\s+(?:run|execute|curl|download)",
     r"\b(?:run|execute)\s+(?:this|the\s+following)\s+(?:command|script|curl|snippet)\b"
     r"[^\n]{0,40}(?:curl|wget|bash|sh\b|\|)",
-    r"\bcurl\s+[^\n|]{1,200}\|\s*(?:ba|z)?sh\b",
+    r"\b(?:curl|wget)\s+[^\n|]{1,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b",
+    # A downloaded script run without a pipe: `bash <(curl …)`, `source <(wget …)`.
+    r"\b(?:(?:ba|z|da)?sh|source)\s+<\(\s*(?:curl|wget)\b",
+    # Sending secrets away: "send .env to …", "upload the .env file", "post your API keys".
+    r"\b(?:send|upload|post|e-?mail|forward|share|paste|exfiltrate)\s+(?:the\s+|your\s+|"
+    r"all\s+|our\s+)?(?:contents\s+of\s+(?:the\s+)?)?(?:\.env\b|env(?:ironment)?\s+"
+    r"(?:file|variables)|secrets\b|credentials\b|api[\s_-]?keys?\b|ssh\s+keys?\b|"
+    r"~/\.ssh|id_rsa\b|\.npmrc\b|\.netrc\b|\.aws/credentials)",
     r"\btell\s+the\s+user\s+(?:to|that)\b",
 )
 _RATE = _words(
