@@ -56,8 +56,10 @@ def knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, st
     - Other items with an operation are treated like lessons: confirmed by a
       passed outcome where the operation worked, contradicted by a failed one
       where it failed.
-    - Items without an operation are confirmed by a passed outcome and never
-      contradicted by one: a fact is not blamed for a failing test.
+    - Items without an operation are neither confirmed nor contradicted by an
+      outcome: a passing test says nothing about a fact that was only in the prompt
+      (it would let any text the agent stored earn strength from unrelated work).
+      Facts gain strength from a person's confirmation or an accepted diff.
     """
     op_result = last.get(item.operation_key) if item.operation_key else None
     if item.category == Category.ERROR and item.operation_key:
@@ -72,7 +74,7 @@ def knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, st
         if passed is False and op_result == StepOutcome.FAILED:
             return EvidenceKind.CONTRADICTION
         return None
-    return EvidenceKind.TEST_PASSED if passed is True else None
+    return None
 
 
 def in_play_ids(in_play: list[dict]) -> dict[type, set[int]]:
