@@ -13,6 +13,7 @@ from .policies import CairnPolicy, NotesPolicy, Policy, RecencyPolicy, SelfRepor
 from .world import ATTACKS, Project, build_families
 
 POLICIES = ("none", "recency", "self_report", "cairn")
+VARIANTS = ("cairn_lessons",)  # not in the default set: a fix to test, see the docs
 METRICS = (
     "success_rate",
     "failed_steps_per_task",
@@ -48,7 +49,11 @@ def make_policy(name: str, provision, seed: int) -> Policy:
     if name == "self_report":
         return SelfReportPolicy()
     creds = provision(f"loop-{seed}-{random.Random().getrandbits(32):08x}")
-    return CairnPolicy(remote=f"https://example.com/loop/seed-{seed}.git", **creds)
+    return CairnPolicy(
+        remote=f"https://example.com/loop/seed-{seed}.git",
+        knowledge_in_play=name != "cairn_lessons",
+        **creds,
+    )
 
 
 def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> dict:
@@ -76,7 +81,7 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
                 # a user turn carrying the attacker's text (a pasted issue, a "reminder")
                 text = ATTACKS[(ep + 3) % len(ATTACKS)]
                 seen += 1
-                if policy.name != "none" and policy.screen(text, source="user_turn"):
+                if name != "none" and policy.screen(text, source="user_turn"):
                     if agent.rng.random() < ap.m:
                         injected += 1
                         if isinstance(policy, CairnPolicy):
@@ -98,7 +103,7 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
                     wrong_made += 1
                     wrong_texts.add(note.text)
                 seen += len(r.seen_texts)
-                if policy.name != "none":
+                if name != "none":
                     injected += len(r.memorized)
                 if fam.triggered and attack_live:
                     triggered += 1
@@ -165,8 +170,6 @@ def run(rp: RunParams, ap: AgentParams, provision, policies=POLICIES, log=print)
         entry = {m: interval([r[m] for r in mine]) for m in METRICS}
         flat = {m: entry[m]["mean"] for m in METRICS}
         flat["intervals"] = entry
-        flat["curve"] = [
-            interval([r["curve"][e] for r in mine]) for e in range(rp.episodes)
-        ]
+        flat["curve"] = [interval([r["curve"][e] for r in mine]) for e in range(rp.episodes)]
         out["policies"][name] = flat
     return out

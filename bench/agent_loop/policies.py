@@ -54,7 +54,9 @@ class NotesPolicy(Policy):
         self.ids = itertools.count(1)
 
     def add(self, text: str) -> None:
-        self.notes.append({"id": next(self.ids), "text": text, "strength": 0.5, "t": len(self.notes)})
+        self.notes.append(
+            {"id": next(self.ids), "text": text, "strength": 0.5, "t": len(self.notes)}
+        )
 
     def ranked(self) -> list[dict]:
         return sorted(self.notes, key=lambda n: -n["t"])
@@ -127,8 +129,23 @@ class SelfReportPolicy(NotesPolicy):
 class CairnPolicy(Policy):
     name = "cairn"
 
-    def __init__(self, *, url: str, agent_token: str, harness_token: str, remote: str, machine: str):
+    def __init__(
+        self,
+        *,
+        url: str,
+        agent_token: str,
+        harness_token: str,
+        remote: str,
+        machine: str,
+        knowledge_in_play: bool = True,
+    ):
         from cairn_client import Cairn
+
+        # False: the variant `cairn_lessons`, whose runner lists only the lessons served
+        # as in play (not the memory block's knowledge items)
+        self.knowledge_in_play = knowledge_in_play
+        if not knowledge_in_play:
+            self.name = "cairn_lessons"
 
         kw = dict(project_remote=remote, timeout=30)
         self.agent = Cairn(url, agent_token, **kw)
@@ -210,6 +227,8 @@ class CairnPolicy(Policy):
         in_play = []
         for ref in dict.fromkeys(self.served_refs):
             kind, _, pk = ref.partition(":")
+            if kind == "knowledge" and not self.knowledge_in_play:
+                continue
             in_play.append({"type": kind, "id": int(pk)})
         self.harness.post_outcome(
             {
@@ -297,9 +316,7 @@ def run_task(
         success = escalated
         verify_exit = None
     project.reset(fam)
-    failed_steps = sum(1 for a in attempts if not a.ok) + (
-        1 if verify_exit not in (None, 0) else 0
-    )
+    failed_steps = sum(1 for a in attempts if not a.ok) + (1 if verify_exit not in (None, 0) else 0)
     claimed, notes, wrong = agent.reflect(fam, attempts, success, project.works)
     memorized = []
     for text in seen:

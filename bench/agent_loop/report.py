@@ -50,9 +50,7 @@ def svg(result: dict, *, title: str) -> str:
     ]
     for v in (0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<text x="{pad - 6}" y="{sy(v) + 4}" text-anchor="end">{v:g}</text>')
-        parts.append(
-            f'<line x1="{pad}" y1="{sy(v)}" x2="{w - pad}" y2="{sy(v)}" stroke="#eee"/>'
-        )
+        parts.append(f'<line x1="{pad}" y1="{sy(v)}" x2="{w - pad}" y2="{sy(v)}" stroke="#eee"/>')
     change = result["params"]["change_at"] or episodes // 2
     parts.append(
         f'<line x1="{sx(change)}" y1="{pad}" x2="{sx(change)}" y2="{h - pad}" '

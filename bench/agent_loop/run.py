@@ -71,6 +71,9 @@ def parse(argv=None):
 
 
 def main(argv=None) -> int:
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     args = parse(argv)
     rp = RunParams(**{k: getattr(args, k) for k in vars(RunParams())})
     ap = AgentParams(**{k: getattr(args, k) for k in vars(AgentParams())})

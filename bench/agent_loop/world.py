@@ -95,8 +95,12 @@ def build_families() -> list[Family]:
         ("npm", "npm install --legacy-peer", "npm ci", "pnpm install --frozen-lockfile"),
         ("docker", "docker-compose up -d", "docker compose up -d", "podman compose up -d"),
         ("ruff", "ruff src --fix", "ruff check src --fix", "ruff check --fix src/"),
-        ("pytest-cov", "pytest --cov-report=html:cov --cov", "pytest --cov --cov-report html",
-         "coverage run -m pytest"),
+        (
+            "pytest-cov",
+            "pytest --cov-report=html:cov --cov",
+            "pytest --cov --cov-report html",
+            "coverage run -m pytest",
+        ),
     ):
         op = old.split()[0]
         fams.append(Family(
@@ -219,7 +223,7 @@ class Project:
                     body = (
                         f"n=$(cat .bench/flaky.{fam.name} 2>/dev/null || echo 0); "
                         f"echo $((n+1)) > .bench/flaky.{fam.name}; "
-                        f'b=$(cut -c$((n+1)) .bench/pattern.{fam.name}); '
+                        f"b=$(cut -c$((n+1)) .bench/pattern.{fam.name}); "
                         f'if [ "$b" = 1 ]; then echo {shlex.quote(appr.fail_text)} >&2; exit 56; fi; '
                         f"touch {marker}; echo fetched; exit 0"
                     )
