@@ -157,16 +157,28 @@ def interval(values: list[float]) -> dict:
     return {"mean": mean, "lo": mean - half, "hi": mean + half, "n": len(values)}
 
 
-def run(rp: RunParams, ap: AgentParams, provision, policies=POLICIES, log=print) -> dict:
+def run(
+    rp: RunParams, ap: AgentParams, provision, policies=POLICIES, log=print, on_seed=None
+) -> dict:
+    """Every policy on seeds 0..seeds-1; ``on_seed(partial)`` after each seed (a long
+    run interrupted keeps the seeds it finished)."""
     rows = []
     for seed in range(rp.seeds):
         for name in policies:
             rows.append(run_one(name, seed, rp, ap, provision))
             log(f"seed {seed} {name}: success {rows[-1]['success_rate']:.2f} "
                 f"steps {rows[-1]['failed_steps_per_task']:.2f}")  # fmt: skip
-    out: dict = {"policies": {}, "seeds": rp.seeds, "params": {**asdict(rp), **asdict(ap)}}
+        if on_seed is not None:
+            on_seed(summarize(rows, seed + 1, rp, ap, policies))
+    return summarize(rows, rp.seeds, rp, ap, policies)
+
+
+def summarize(rows: list[dict], seeds: int, rp: RunParams, ap: AgentParams, policies) -> dict:
+    out: dict = {"policies": {}, "seeds": seeds, "params": {**asdict(rp), **asdict(ap)}}
     for name in policies:
         mine = [r for r in rows if r["policy"] == name]
+        if not mine:
+            continue
         entry = {m: interval([r[m] for r in mine]) for m in METRICS}
         flat = {m: entry[m]["mean"] for m in METRICS}
         flat["intervals"] = entry

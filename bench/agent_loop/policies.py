@@ -208,7 +208,7 @@ class CairnPolicy(Policy):
                 "kind": "auth",
                 "subject": head,
                 "unblock": f"run `{head} auth login` in a terminal",
-                "probe": {"tool": head, "args": "auth status"},
+                "probe": {"tool": head, "args": {"argv": ["auth", "status"]}},
             },
         )
         return answer.get("action")

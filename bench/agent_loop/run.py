@@ -92,12 +92,19 @@ def main(argv=None) -> int:
     started = time.monotonic()
     try:
         result = run(rp, ap, django_provisioner(url), policies=args.policies.split(","),
-                     log=lambda s: print(s, file=sys.stderr, flush=True))  # fmt: skip
+                     log=lambda s: print(s, file=sys.stderr, flush=True),
+                     on_seed=lambda partial: write(args, partial, time.monotonic() - started))  # fmt: skip
     finally:
         if server is not None:
             server.terminate()
             server.wait(timeout=30)
     wall = time.monotonic() - started
+    write(args, result, wall)
+    print(markdown(result, title="Agent loop", wall_s=wall))
+    return 0
+
+
+def write(args, result: dict, wall: float) -> None:
     result["wall_s"] = round(wall, 1)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
@@ -106,8 +113,6 @@ def main(argv=None) -> int:
         Path(f"{args.out}.md").write_text(markdown(result, title="Agent loop", wall_s=wall))
         Path(f"{args.out}.json").write_text(json.dumps(result, indent=1))
         Path(f"{args.out}.svg").write_text(svg(result, title=title))
-    print(markdown(result, title="Agent loop", wall_s=wall))
-    return 0
 
 
 if __name__ == "__main__":

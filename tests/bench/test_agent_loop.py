@@ -35,9 +35,26 @@ def test_the_quick_run_writes_every_metric_and_cairn_holds_its_directions(
 ):
     monkeypatch.setenv("CAIRN_URL", live_server.url)
     out = tmp_path / "loop.json"
-    assert loop_run.main(["--quick", "--seeds", "2", "--m", "1.0", "--json", str(out)]) == 0
+    assert (
+        loop_run.main(
+            [
+                "--quick",
+                "--seeds",
+                "2",
+                "--episodes",
+                "6",
+                "--families",
+                "10",
+                "--m",
+                "1.0",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
-    assert result["seeds"] == 2
+    assert result["seeds"] == 2 and result["params"]["episodes"] == 6
     assert result["params"]["m"] == 1.0
     assert set(result["policies"]) == set(POLICIES)
     for body in result["policies"].values():
