@@ -98,6 +98,9 @@ def main(argv=None) -> int:
         if server is not None:
             server.terminate()
             server.wait(timeout=30)
+            from common import drop_database
+
+            drop_database()  # the bench database is the run's own, like every bench
     wall = time.monotonic() - started
     write(args, result, wall)
     print(markdown(result, title="Agent loop", wall_s=wall))
