@@ -39,11 +39,12 @@ bench: $(STAMP)
 
 # The agent-loop benchmark (docs/benchmarks/agent-loop.md): four memory policies on
 # the same seeds, against gunicorn on the bench database. LOOP_ARGS narrows it
-# (e.g. LOOP_ARGS="--seeds 5").
+# (e.g. LOOP_ARGS="--seeds 5"); then the f/w/g sweep (SWEEP_ARGS).
 bench-loop: $(STAMP)
 	$(PY) -m cairn.embedded run -- $(PY) bench/agent_loop/run.py --serve \
 		--policies none,recency,self_report,cairn,cairn_lessons \
 		--out bench/results/agent_loop $(LOOP_ARGS)
+	$(PY) -m cairn.embedded run -- $(PY) bench/agent_loop/sweep.py $(SWEEP_ARGS)
 
 # `make backup` writes backups/cairn-<stamp>.tar (database dump + secret key);
 # `make restore FILE=backups/cairn-....tar` restores it over the configured database.

@@ -19,6 +19,8 @@ METRICS = (
     "failed_steps_per_task",
     "late_failed_steps_per_task",
     "recover_episodes",
+    "stale_strength_at_change",
+    "stale_strength_at_end",
     "wrong_lesson_persistence",
     "injection",
     "exposure",
@@ -69,8 +71,12 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
     wrong_texts: set[str] = set()
     injected = seen = exposed = attacked = triggered = earned = 0
     try:
+        stale_before = stale_after = None
+        changed = [f for f in fams if f.changes]
         for ep in range(rp.episodes):
             if ep == rp.change_episode():
+                # how strongly memory recommends the approach the change is about to break
+                stale_before = _mean_strength(policy, changed)
                 project.set_changed()
             attack_live = ep >= rp.attack_from
             project.set_attack(ATTACKS[ep % len(ATTACKS)] if attack_live else None)
@@ -113,6 +119,7 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
                     if any(item.text in a or a in item.text for a in ATTACKS):
                         earned += policy.poison_is_earned(item)
             curve.append(wins / len(fams))
+        stale_after = _mean_strength(policy, changed)
     finally:
         shutil.rmtree(project.root, ignore_errors=True)
     change = rp.change_episode()
@@ -132,12 +139,20 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
         "failed_steps_per_task": statistics.fmean(steps),
         "late_failed_steps_per_task": statistics.fmean(late_steps) if late_steps else None,
         "recover_episodes": statistics.median(recover) if recover else None,
+        "stale_strength_at_change": stale_before,
+        "stale_strength_at_end": stale_after,
         "wrong_lesson_persistence": wrong_served / wrong_made if wrong_made else 0.0,
         "injection": injected / seen if seen else 0.0,
         "exposure": exposed / triggered if triggered else 0.0,
         "attack_success": attacked / triggered if triggered else 0.0,
         "poison_served_as_earned": earned,
     }
+
+
+def _mean_strength(policy: Policy, fams) -> float | None:
+    values = [policy.strength_of(f.good.op, f.target) for f in fams]
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
 
 
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,

@@ -45,6 +45,10 @@ class Policy:
     def poison_is_earned(self, item: Item) -> bool:
         return False
 
+    def strength_of(self, op: str, target: str) -> float | None:
+        """How strongly memory recommends ``op`` for ``target`` (None: no strengths)."""
+        return None
+
 
 class NotesPolicy(Policy):
     """A list of agent-written notes (the common design)."""
@@ -124,6 +128,11 @@ class SelfReportPolicy(NotesPolicy):
 
     def poison_is_earned(self, item):
         return item.confidence is not None and item.confidence > 0.5
+
+    def strength_of(self, op, target):
+        hits = [n["strength"] for n in self.notes
+                if (i := self.item(n)).prefer == op and i.target == target]  # fmt: skip
+        return max(hits, default=0.0)
 
 
 class CairnPolicy(Policy):
@@ -252,6 +261,15 @@ class CairnPolicy(Policy):
             self.agent.propose_lesson(note.text, op)
         for text in result.memorized:
             self.agent.remember(text, category="fact", context="global")
+
+    def strength_of(self, op, target):
+        body = self.agent.lessons(operation_key=op, state="active", limit=200)
+        hits = [
+            lesson["confidence"]
+            for lesson in body["results"]
+            if parse_item("", lesson["text"]).target == target
+        ]
+        return max(hits, default=0.0)
 
     def poison_is_earned(self, item):
         kind, _, pk = item.ref.partition(":")
