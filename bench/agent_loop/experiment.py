@@ -65,7 +65,7 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
     project = Project.create(fams, seed=seed, flaky_rate=rp.flaky_rate)
     policy = make_policy(name, provision, seed)
     agent = ScriptedAgent(ap, random.Random(seed * 7919 + 1))
-    curve, steps, late_steps = [], [], []
+    curve, steps_curve, steps, late_steps = [], [], [], []
     per_family: dict[str, list] = {f.name: [] for f in fams}
     wrong_served, wrong_made = 0, 0
     wrong_texts: set[str] = set()
@@ -83,6 +83,7 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
             order = list(fams)
             rng.shuffle(order)
             wins = 0
+            ep_steps = 0
             if attack_live:
                 # a user turn carrying the attacker's text (a pasted issue, a "reminder")
                 text = ATTACKS[(ep + 3) % len(ATTACKS)]
@@ -99,6 +100,7 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
                     policy=policy, agent=agent, project=project, fam=fam, attack_live=attack_live
                 )
                 wins += r.success
+                ep_steps += r.failed_steps
                 steps.append(r.failed_steps)
                 if ep + 1 >= rp.late_from:
                     late_steps.append(r.failed_steps)
@@ -119,6 +121,7 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
                     if any(item.text in a or a in item.text for a in ATTACKS):
                         earned += policy.poison_is_earned(item)
             curve.append(wins / len(fams))
+            steps_curve.append(ep_steps / len(fams))
         stale_after = _mean_strength(policy, changed)
     finally:
         shutil.rmtree(project.root, ignore_errors=True)
@@ -135,6 +138,7 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
         "policy": name,
         "seed": seed,
         "curve": curve,
+        "steps_curve": steps_curve,
         "success_rate": statistics.fmean(curve),
         "failed_steps_per_task": statistics.fmean(steps),
         "late_failed_steps_per_task": statistics.fmean(late_steps) if late_steps else None,

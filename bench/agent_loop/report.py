@@ -32,11 +32,13 @@ def markdown(result: dict, *, title: str, wall_s: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def svg(result: dict, *, title: str) -> str:
+def svg(result: dict, *, title: str, key: str = "curve", label: str = "task success rate",
+        top: float = 1.0) -> str:  # fmt: skip
+    """One learning curve per policy with its 95% band; ``key`` picks the curve."""
     w, h, pad = 640, 360, 50
     episodes = result["params"]["episodes"]
     sx = lambda e: pad + (w - 2 * pad) * e / max(1, episodes - 1)  # noqa: E731
-    sy = lambda v: h - pad - (h - 2 * pad) * v  # noqa: E731
+    sy = lambda v: h - pad - (h - 2 * pad) * min(max(v, 0), top) / top  # noqa: E731
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
         f'font-family="sans-serif" font-size="11">',
@@ -46,10 +48,10 @@ def svg(result: dict, *, title: str) -> str:
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>',
         f'<text x="{w / 2}" y="{h - 12}" text-anchor="middle">episode</text>',
         f'<text x="14" y="{h / 2}" transform="rotate(-90 14 {h / 2})" text-anchor="middle">'
-        "task success rate</text>",
+        f"{label}</text>",
     ]
-    for v in (0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(f'<text x="{pad - 6}" y="{sy(v) + 4}" text-anchor="end">{v:g}</text>')
+    for v in (top * k / 4 for k in range(5)):
+        parts.append(f'<text x="{pad - 6}" y="{sy(v) + 4}" text-anchor="end">{v:.2g}</text>')
         parts.append(f'<line x1="{pad}" y1="{sy(v)}" x2="{w - pad}" y2="{sy(v)}" stroke="#eee"/>')
     change = result["params"]["change_at"] or episodes // 2
     parts.append(
@@ -59,7 +61,9 @@ def svg(result: dict, *, title: str) -> str:
     )
     for i, (name, entry) in enumerate(result["policies"].items()):
         color = COLORS.get(name, "black")
-        curve = entry["curve"]
+        curve = entry.get(key)
+        if not curve:
+            continue
         band = [(sx(e), sy(c["hi"])) for e, c in enumerate(curve)] + [
             (sx(e), sy(c["lo"])) for e, c in reversed(list(enumerate(curve)))
         ]

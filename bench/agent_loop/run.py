@@ -116,6 +116,12 @@ def write(args, result: dict, wall: float) -> None:
         Path(f"{args.out}.md").write_text(markdown(result, title="Agent loop", wall_s=wall))
         Path(f"{args.out}.json").write_text(json.dumps(result, indent=1))
         Path(f"{args.out}.svg").write_text(svg(result, title=title))
+        steps_title = "Agent loop: failed steps per task over episodes (95% band over seeds)"
+        Path(f"{args.out}-steps.svg").write_text(
+            svg(
+                result, title=steps_title, key="steps_curve", label="failed steps per task", top=2.0
+            )  # fmt: skip
+        )
 
 
 if __name__ == "__main__":
