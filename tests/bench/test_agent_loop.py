@@ -77,6 +77,9 @@ def test_the_quick_run_writes_every_metric_and_cairn_holds_its_directions(
     # memory that trusts the model's word serves the poison with raised strength
     assert self_report["poison_served_as_earned"] > 0
     assert none["attack_success"] == 0 and none["exposure"] == 0
+    # after the change, the lesson for the approach that broke can only lose ground
+    assert cairn["stale_strength_at_change"] > 0
+    assert cairn["stale_strength_at_end"] <= cairn["stale_strength_at_change"]
 
 
 def test_the_world_runs_real_commands_and_the_change_flips_them(tmp_path):
