@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test install lint format bench docs e2e stop status clean-var backup restore
+.PHONY: run test install lint format bench bench-loop docs e2e stop status clean-var backup restore
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,15 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m cairn.embedded run -- $(PY) bench/run_all.py $(BENCH_ARGS)
+
+# The agent-loop benchmark (docs/benchmarks/agent-loop.md): four memory policies on
+# the same seeds, against gunicorn on the bench database. LOOP_ARGS narrows it
+# (e.g. LOOP_ARGS="--seeds 5"); then the f/w/g sweep (SWEEP_ARGS).
+bench-loop: $(STAMP)
+	$(PY) -m cairn.embedded run -- $(PY) bench/agent_loop/run.py --serve \
+		--policies none,recency,self_report,cairn,cairn_lessons \
+		--out bench/results/agent_loop $(LOOP_ARGS)
+	$(PY) -m cairn.embedded run -- $(PY) bench/agent_loop/sweep.py $(SWEEP_ARGS)
 
 # `make backup` writes backups/cairn-<stamp>.tar (database dump + secret key);
 # `make restore FILE=backups/cairn-....tar` restores it over the configured database.
