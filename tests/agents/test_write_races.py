@@ -182,7 +182,11 @@ def _count(model, expected: int, **filters):
 def _preference_body(ctx, i):
     provenance = ctx.setdefault(
         "provenance",
-        backed(ctx["agent"], {"source": "user_instruction", "turns": ["s1#1"]}),
+        backed(
+            ctx["agent"],
+            {"source": "user_instruction", "turns": ["s1#1"]},
+            said="cfo@example.com",
+        ),
     )
     return {
         "kind": "preference",
@@ -195,7 +199,11 @@ def _preference_body(ctx, i):
 def _fact_body(ctx, i):
     provenance = ctx.setdefault(
         "provenance",
-        backed(ctx["agent"], {"source": "user_instruction", "turns": ["s1#1"]}),
+        backed(
+            ctx["agent"],
+            {"source": "user_instruction", "turns": ["s1#1"]},
+            said="cfo@example.com",
+        ),
     )
     return {"value": ["cfo@example.com"], "provenance": provenance}
 
