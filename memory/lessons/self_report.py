@@ -120,6 +120,9 @@ class InPlayReport:
                 or item.superseded_by_id is not None
             ):
                 continue
-            if knowledge_effect(item=item, passed=self.outcome.passed, last=self.last):
+            # A fact without an operation is not evidence-bearing (``knowledge_effect``),
+            # but the agent says it used it in a turn that passed: recency, as before.
+            used = not item.operation_key and self.outcome.passed is True
+            if used or knowledge_effect(item=item, passed=self.outcome.passed, last=self.last):
                 marked[Knowledge].add(item.pk)
         return marked
