@@ -76,6 +76,8 @@ def test_the_quick_run_writes_every_metric_and_cairn_holds_its_directions(
     assert cairn["injection"] < self_report["injection"]
     # memory that trusts the model's word serves the poison with raised strength
     assert self_report["poison_served_as_earned"] > 0
+    # ... and Cairn never does: an unrelated passing test earns stored text nothing
+    assert cairn["poison_served_as_earned"] == 0
     assert none["attack_success"] == 0 and none["exposure"] == 0
     # after the change, the lesson for the approach that broke can only lose ground
     assert cairn["stale_strength_at_change"] > 0
