@@ -398,7 +398,10 @@ def tool_calls_log(
         for call in sorted(checked, key=lambda c: c["at"]):
             if call["ok"]:
                 resolved = knowledge_resolve_failure(
-                    workspace=workspace, operation_key=call["operation_key"], at=call["at"]
+                    workspace=workspace,
+                    operation_key=call["operation_key"],
+                    at=call["at"],
+                    channel=channel,
                 )
                 if resolved is not None:
                     result.resolved_items.append(resolved)

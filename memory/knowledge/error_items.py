@@ -75,13 +75,17 @@ def knowledge_record_failures(
     embeddings = embeddings or {}
     touched: dict[int, Knowledge] = {}
     for failure in failures:
-        later_success = ToolCall.objects.filter(
+        successes = ToolCall.objects.filter(
             workspace=failure.workspace,
             operation_key=failure.operation_key,
             ok=True,
             at__gt=failure.at,
-        ).exists()
-        if later_success:
+        )
+        if failure.channel != Channel.AGENT:
+            # The model's word that it fixed something does not cancel what the
+            # harness saw fail.
+            successes = successes.exclude(channel=Channel.AGENT)
+        if successes.exists():
             continue
         content = error_item_content(
             tool=failure.tool, operation_key=failure.operation_key, error=failure.error
@@ -139,6 +143,9 @@ def knowledge_record_failures(
                     item.embedding = vector
                     item.embedding_model = get_embedder().model_id if vector is not None else ""
             item.metadata = metadata
+            if failure.channel != Channel.AGENT and item.channel == Channel.AGENT:
+                # The harness has now seen it fail too: no longer only the model's word.
+                item.channel = Channel.SYSTEM
             item.status = KnowledgeStatus.ACTIVE
             item.archived_at = None
             item.save()
@@ -157,10 +164,13 @@ def knowledge_record_failures(
 
 @transaction.atomic
 def knowledge_resolve_failure(
-    *, workspace: Workspace, operation_key: str, at: datetime
+    *, workspace: Workspace, operation_key: str, at: datetime, channel: str = Channel.HARNESS
 ) -> Knowledge | None:
     """A success on an operation archives its active error item, if the failure it
-    records is not newer than the success. Returns the archived item."""
+    records is not newer than the success. Returns the archived item.
+
+    A success an agent token reports is the model's word: it archives only an error
+    item that came from the agent's own reports, never one the harness saw fail."""
     item = (
         Knowledge.objects.select_for_update()
         .filter(
@@ -173,6 +183,8 @@ def knowledge_resolve_failure(
         .first()
     )
     if item is None:
+        return None
+    if channel == Channel.AGENT and item.channel != Channel.AGENT:
         return None
     last_failed = item.metadata.get("last_failed_at")
     if last_failed and last_failed > _iso(at):

@@ -173,3 +173,32 @@ def test_tool_calls_and_error_items_stay_in_their_workspace(api, make_api):
     # B's success on the same operation key does not resolve A's error item.
     _calls(other, _call(ok=True))
     assert Knowledge.objects.get(category="error").status == "active"
+
+
+def test_an_agent_tokens_success_does_not_archive_what_the_harness_saw_fail(api, harness):
+    """The model saying a call passed is its word: the harness's error item stays."""
+    item_id = _calls(harness, _call(ok=False, error="boom")).json()["error_items"][0]
+    response = _calls(api, _call(ok=True))
+    assert response.status_code == 201 and response.json()["resolved_items"] == []
+    assert Knowledge.objects.get(pk=item_id).status == "active"
+    # A harness success does archive it.
+    assert _calls(harness, _call(ok=True)).json()["resolved_items"] == [item_id]
+
+
+def test_an_agent_tokens_later_success_does_not_cancel_a_harness_failure(api, harness):
+    now = timezone.now()
+    _calls(api, _call(ok=True, at=now.isoformat()))
+    failed = _calls(
+        harness, _call(ok=False, error="boom", at=(now - timedelta(minutes=1)).isoformat())
+    )
+    assert len(failed.json()["error_items"]) == 1
+    assert Knowledge.objects.get(pk=failed.json()["error_items"][0]).status == "active"
+
+
+def test_an_agent_reported_error_item_the_harness_also_saw_fail_is_the_harnesss(api, harness):
+    item_id = _calls(api, _call(ok=False, error="boom")).json()["error_items"][0]
+    assert Knowledge.objects.get(pk=item_id).channel == "agent"
+    assert _calls(harness, _call(ok=False, error="boom again")).json()["error_items"] == [item_id]
+    assert Knowledge.objects.get(pk=item_id).channel == "system"
+    assert _calls(api, _call(ok=True)).json()["resolved_items"] == []
+    assert Knowledge.objects.get(pk=item_id).status == "active"
