@@ -17,6 +17,8 @@ Rules, in the order :func:`turn_result_record` applies them:
    makes the agent ask sooner (0 wasted steps), it never skips anything.
 4. A blocker closes on a clean probe, a successful call on S, or a user answer,
    and its count resets. A clean probe or a success also supersedes S's lessons.
+   A blocker the harness reported closes only on the harness's (or a person's)
+   word, never on a post made with the agent token.
 5. Lessons are stored from declared blockers reported by a harness token, when
    the turn escalates or the user answers (:mod:`memory.situations.lessons`).
 6. A result the classifier flags as ``injected_instruction`` is counted like any
@@ -34,7 +36,7 @@ from datetime import datetime
 from django.db import IntegrityError, connection, transaction
 
 from memory.core.actors import Actor
-from memory.models import LessonEndReason, SituationEventKind, TurnAction, TurnRecovery
+from memory.models import Channel, LessonEndReason, SituationEventKind, TurnAction, TurnRecovery
 from memory.situations.classify import Signals, classify_result
 from memory.situations.escalation import escalation_build
 from memory.situations.events import event_record, since_detect
@@ -153,6 +155,13 @@ def _closes(blocker: dict, *, subject: str, tool: str, probe: bool) -> bool:
     return probe and bool(blocker.get("probe")) and blocker["probe"]["tool"] == tool
 
 
+def _may_close(actor: Actor, blocker: dict) -> bool:
+    """A blocker the harness saw closes only on the harness's (or a person's) word: an
+    agent token's success, probe or "the user answered" is the model's own claim, and
+    must not lift an escalation the harness raised."""
+    return not blocker.get("harness") or actor.channel in (Channel.HARNESS, Channel.PERSON)
+
+
 def _situation_of(result: TurnResult) -> tuple[Situation | None, bool]:
     """(the result's situation, whether its content was adversarial)."""
     inferred = classify_result(result.signals) if result.signals else None
@@ -185,7 +194,7 @@ def turn_result_record(*, actor: Actor, turn_id: str, result: TurnResult, now: d
     turn = _turn_locked(actor=actor, turn_id=turn_id, result=result)
     blockers: dict[str, dict] = dict(turn.blockers or {})
     if result.user_answered:
-        return _user_answered(turn, blockers, now=now)
+        return _user_answered(turn, blockers, now=now, actor=actor)
 
     turn.steps += 1
     step = turn.steps
@@ -229,6 +238,8 @@ def turn_result_record(*, actor: Actor, turn_id: str, result: TurnResult, now: d
     # Rule 4: a clean probe or a success closes S (adversarial content closes nothing).
     if succeeded and not adversarial:
         for key, blocker in list(blockers.items()):
+            if not _may_close(actor, blocker):
+                continue
             if _closes(blocker, subject=subject, tool=tool, probe=result.probe):
                 event_record(
                     turn=turn, event=E.CLOSED, now=now, step=step, blocker=blocker, tool=tool,
@@ -340,19 +351,26 @@ def _store_lessons(turn, blockers, *, step: int, now: datetime) -> None:
             )  # fmt: skip
 
 
-def _user_answered(turn: TurnRecovery, blockers: dict, *, now: datetime) -> dict:
-    """The person answered: lessons are stored for the declared blockers, all close."""
+def _user_answered(turn: TurnRecovery, blockers: dict, *, now: datetime, actor: Actor) -> dict:
+    """The person answered: lessons are stored for the declared blockers, all close.
+
+    Posted with an agent token, it closes only the blockers the agent itself reported
+    (see :func:`_may_close`); the escalation stays while any harness blocker is open."""
     step = turn.steps
-    _store_lessons(turn, blockers, step=step, now=now)
-    for blocker in blockers.values():
+    closing = {key: b for key, b in blockers.items() if _may_close(actor, b)}
+    _store_lessons(turn, closing, step=step, now=now)
+    for blocker in closing.values():
         event_record(
             turn=turn, event=E.CLOSED, now=now, step=step, blocker=blocker,
             details={"trigger": "user_answered"},
         )  # fmt: skip
-    turn.blockers = {}
-    turn.escalation = None
+    remaining = {key: b for key, b in blockers.items() if key not in closing}
+    turn.blockers = remaining
+    if not remaining:
+        turn.escalation = None
     turn.save()
-    return _answer(turn, {}, action=TurnAction.CONTINUE, situation=None, adversarial=False)
+    action = TurnAction.ESCALATE if turn.escalation is not None else TurnAction.CONTINUE
+    return _answer(turn, remaining, action=action, situation=None, adversarial=False)
 
 
 def _answer(turn, blockers, *, action, situation, adversarial) -> dict:

@@ -103,3 +103,33 @@ def test_a_result_that_says_nothing_neither_counts_nor_closes(post):
     body = post(tool="gh", subject="gh")  # no ok, no exit code, no status
     assert body["open_blockers"][0]["count"] == 0
     assert post(tool="gh", signals=Signals(tool="gh", exit_code=0))["open_blockers"] == []
+
+
+def _agent_post(agent, turn="t", **fields):
+    """The same agent's model, posting with its agent token."""
+    actor = Actor.for_agent(agent, channel=Channel.AGENT)
+    result = TurnResult(machine=MACHINE, **fields)
+    return turn_result_record(
+        actor=actor, turn_id=turn, result=result, now=timezone.now() + timedelta(minutes=5)
+    )
+
+
+def test_an_agent_tokens_success_does_not_close_a_harness_blocker(post, agent):
+    post(tool="check_cli_setup", ok=False, situation=gh_logged_out())
+    for _ in range(3):
+        body = post(tool="curl", ok=False)
+    assert body["action"] == "escalate"
+    claimed = _agent_post(agent, tool="gh", subject="gh", ok=True)
+    assert claimed["action"] == "escalate"
+    assert [b["subject"] for b in claimed["open_blockers"]] == ["gh"]
+
+
+def test_an_agent_token_cannot_answer_for_the_person(post, agent):
+    post(tool="check_cli_setup", ok=False, situation=gh_logged_out())
+    for _ in range(3):
+        post(tool="curl", ok=False)
+    claimed = _agent_post(agent, user_answered=True)
+    assert claimed["action"] == "escalate" and claimed["open_blockers"]
+    assert not SituationEvent.objects.filter(event="closed").exists()
+    # The harness relaying the person's answer does close it.
+    assert post(user_answered=True)["open_blockers"] == []
