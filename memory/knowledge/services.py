@@ -258,7 +258,7 @@ def _supersede(
     Knowledge.objects.filter(pk=old.pk).update(
         superseded_by=new, status=old.status, updated_at=timezone.now()
     )
-    old.refresh_from_db()
+    old.refresh_from_db(from_queryset=Knowledge.objects.filter(workspace=workspace))
     audit_record(
         workspace=workspace,
         actor=actor.label,

@@ -457,7 +457,7 @@ def conversation_search(
                 }
             )
     mode = "all" if base.filter(search_vector=every).exists() else "any"
-    _attach_snippets(items, any_word_query(q) or every)
+    _attach_snippets(workspace, items, any_word_query(q) or every)
     turns_attach_neighbours(workspace=workspace, hits=items, neighbours=neighbours)
     if sessions is not None:
         page = Page(items=sessions, count=count, limit=limit, offset=offset)
@@ -466,11 +466,11 @@ def conversation_search(
     return ConversationSearchResult(page=page, mode=mode, sessions=sessions)
 
 
-def _attach_snippets(hits: list[TurnHit], query: SearchQuery) -> None:
+def _attach_snippets(workspace: Workspace, hits: list[TurnHit], query: SearchQuery) -> None:
     if not hits:
         return
     snippets = dict(
-        ConversationTurn.objects.filter(pk__in=[h.id for h in hits])
+        ConversationTurn.objects.filter(workspace=workspace, pk__in=[h.id for h in hits])
         .annotate(snippet=SearchHeadline("content", query, config="english", **SNIPPET_OPTIONS))
         .values_list("id", "snippet")
     )

@@ -108,7 +108,9 @@ def evidence_record(
                 "confidence_before": result.before,
                 "confidence_after": result.after,
                 "state": (
-                    Lesson.objects.values_list("state", flat=True).get(pk=target.pk)
+                    Lesson.objects.values_list("state", flat=True).get(
+                        workspace=workspace, pk=target.pk
+                    )
                     if target_type == TargetType.LESSON
                     else None
                 ),

@@ -109,7 +109,11 @@ def lesson_ancestors(*, lesson: Lesson) -> list[Lesson]:
     seen: dict[int, Lesson] = {}
     frontier = [lesson.pk]
     while frontier:
-        rows = list(Lesson.objects.filter(superseded_by_id__in=frontier).exclude(pk__in=seen))
+        rows = list(
+            Lesson.objects.filter(
+                workspace_id=lesson.workspace_id, superseded_by_id__in=frontier
+            ).exclude(pk__in=seen)
+        )
         for row in rows:
             seen[row.pk] = row
         frontier = [row.pk for row in rows]
@@ -121,7 +125,7 @@ def lesson_head(*, lesson: Lesson) -> Lesson:
     seen = {lesson.pk}
     while lesson.superseded_by_id is not None and lesson.superseded_by_id not in seen:
         seen.add(lesson.superseded_by_id)
-        lesson = Lesson.objects.get(pk=lesson.superseded_by_id)
+        lesson = Lesson.objects.get(workspace_id=lesson.workspace_id, pk=lesson.superseded_by_id)
     return lesson
 
 
@@ -136,14 +140,17 @@ def outcome_get(*, workspace: Workspace, outcome_id: int) -> Outcome:
     return outcome
 
 
-def _with_evidence(queryset: QuerySet) -> QuerySet:
+def _with_evidence(queryset: QuerySet, *, workspace_id: int) -> QuerySet:
     return queryset.prefetch_related(
         Prefetch(
             "evidence",
             queryset=LessonEvidence.objects.select_related("outcome").order_by("created_at", "id"),
         ),
         Prefetch(
-            "supersedes", queryset=Lesson.objects.only("id", "superseded_by_id", "supersede_reason")
+            "supersedes",
+            queryset=Lesson.objects.filter(workspace_id=workspace_id).only(
+                "id", "superseded_by_id", "supersede_reason"
+            ),
         ),
     )
 
@@ -152,7 +159,9 @@ def lesson_get(*, workspace: Workspace, lesson_id: int) -> Lesson:
     """A lesson of this workspace (any state); 404 for another workspace's, as for a missing id."""
     if not 0 < lesson_id <= BIGINT_MAX:
         raise NotFoundError(f"No lesson {lesson_id} in this workspace.")
-    lesson = _with_evidence(Lesson.objects.filter(workspace=workspace, pk=lesson_id)).first()
+    lesson = _with_evidence(
+        Lesson.objects.filter(workspace=workspace, pk=lesson_id), workspace_id=workspace.pk
+    ).first()
     if lesson is None:
         raise NotFoundError(f"No lesson {lesson_id} in this workspace.")
     return lesson
@@ -186,7 +195,7 @@ def lesson_list(
         lessons = lessons.filter(operation_key=operation_key)
     if project_digest:
         lessons = lessons.filter(lesson_scope_filter(project_digest=project_digest))
-    return _with_evidence(lessons.order_by("-created_at", "-id"))
+    return _with_evidence(lessons.order_by("-created_at", "-id"), workspace_id=workspace.pk)
 
 
 def lesson_evidence_summary(lesson: Lesson) -> dict:
@@ -210,10 +219,15 @@ def lesson_history(*, lesson: Lesson) -> dict:
     it, oldest first, each with its evidence (outcome ids) and its ledger."""
     head = lesson_head(lesson=lesson)
     ids = [head.pk] + [row.pk for row in lesson_ancestors(lesson=head)]
-    rows = list(_with_evidence(Lesson.objects.filter(pk__in=ids)).order_by("created_at", "id"))
+    workspace_id = lesson.workspace_id
+    rows = list(
+        _with_evidence(
+            Lesson.objects.filter(workspace_id=workspace_id, pk__in=ids), workspace_id=workspace_id
+        ).order_by("created_at", "id")
+    )
     changes: dict[int, list[dict]] = {pk: [] for pk in ids}
     for change in ConfidenceChange.objects.filter(
-        target_type=TargetType.LESSON, target_id__in=ids
+        workspace_id=workspace_id, target_type=TargetType.LESSON, target_id__in=ids
     ).order_by("at", "id"):
         changes[change.target_id].append(
             {

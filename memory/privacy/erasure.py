@@ -42,6 +42,7 @@ from memory.privacy.erasure_steps import (
     Step,
     erasure_steps,
     idempotency_quoting,
+    in_workspace,
     lineage_ids,
     quoted_copies,
 )
@@ -117,19 +118,19 @@ def erasure_preview(*, workspace: Workspace, selector: Selector) -> ErasurePrevi
             ids[step.table.label] |= set(step.rows().values_list("pk", flat=True))
     for label in list(ids):
         table = TABLES[label]
-        ids[label] = lineage_ids(table.model, table.lineage, ids[label])
+        ids[label] = lineage_ids(table.model, table.lineage, ids[label], workspace=workspace)
     for label in list(ids):
         for follower, q in followers_of(label):
             if ids[label]:
                 ids[follower.label] |= set(
-                    follower.model._default_manager.filter(q(sorted(ids[label]))).values_list(
-                        "pk", flat=True
-                    )
+                    in_workspace(follower.model, workspace)
+                    .filter(q(sorted(ids[label])))
+                    .values_list("pk", flat=True)
                 )
     quotes: set[str] = set()
     for label, pks in ids.items():
         if pks and label != "memory.IdempotencyRecord":
-            quotes |= quoted_copies(TABLES[label], pks)
+            quotes |= quoted_copies(TABLES[label], pks, workspace=workspace)
     ids["memory.IdempotencyRecord"] |= set(
         idempotency_quoting(workspace, quotes).values_list("pk", flat=True)
     )
@@ -137,7 +138,7 @@ def erasure_preview(*, workspace: Workspace, selector: Selector) -> ErasurePrevi
     collector = Collector(using="default", origin=None)
     for label, pks in ids.items():
         if pks:
-            collector.collect(TABLES[label].model._default_manager.filter(pk__in=pks))
+            collector.collect(in_workspace(TABLES[label].model, workspace).filter(pk__in=pks))
     counted: dict[str, set] = defaultdict(set)
     for model, instances in collector.data.items():
         counted[model._meta.label] |= {obj.pk for obj in instances}
@@ -263,22 +264,23 @@ def _delete_batch(workspace: Workspace, table: Table, ids: set[int], tally: _Tal
     stored responses that quote it, in one transaction."""
     model = table.model
     with transaction.atomic():
-        ids = lineage_ids(model, table.lineage, ids)
+        ids = lineage_ids(model, table.lineage, ids, workspace=workspace)
         ids = set(
-            model._default_manager.select_for_update()
+            in_workspace(model, workspace)
+            .select_for_update()
             .filter(pk__in=ids)
             .values_list("pk", flat=True)
         )
         if not ids:
             return
-        quotes = quoted_copies(table, ids)
+        quotes = quoted_copies(table, ids, workspace=workspace)
         if table.label == "memory.SkillDelta":
             tally.agents_with_deltas |= set(
                 model._default_manager.filter(pk__in=ids).values_list("agent_id", flat=True)
             )
         counts: dict[str, int] = defaultdict(int)
         for follower, q in followers_of(table.label):
-            _, deleted = follower.model._default_manager.filter(q(sorted(ids))).delete()
+            _, deleted = in_workspace(follower.model, workspace).filter(q(sorted(ids))).delete()
             for label, n in deleted.items():
                 counts[label] += n
         _, deleted = model._default_manager.filter(pk__in=ids).delete()

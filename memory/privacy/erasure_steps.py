@@ -49,7 +49,18 @@ def erasure_steps(plan: Plan) -> list[Step]:
     return steps
 
 
-def lineage_ids(model: type[models.Model], field_name: str | None, ids: set[int]) -> set[int]:
+def in_workspace(model: type[models.Model], workspace: Workspace) -> QuerySet:
+    """``model``'s rows in ``workspace``; every row of a table without the key (a child
+    reached through its parent's)."""
+    rows = model._default_manager.all()
+    if any(field.column == "workspace_id" for field in model._meta.concrete_fields):
+        rows = rows.filter(workspace=workspace)
+    return rows
+
+
+def lineage_ids(
+    model: type[models.Model], field_name: str | None, ids: set[int], *, workspace: Workspace
+) -> set[int]:
     """``ids`` and every earlier version that a chain of ``field_name`` leads to them."""
     if not field_name:
         return ids
@@ -57,7 +68,8 @@ def lineage_ids(model: type[models.Model], field_name: str | None, ids: set[int]
     frontier = set(ids)
     while frontier:
         older = set(
-            model._default_manager.filter(**{f"{field_name}__in": frontier})
+            in_workspace(model, workspace)
+            .filter(**{f"{field_name}__in": frontier})
             .exclude(pk__in=out)
             .values_list("pk", flat=True)
         )
@@ -77,13 +89,13 @@ def _strings(value) -> Iterable[str]:
             yield from _strings(inner)
 
 
-def quoted_copies(table: Table, ids: Iterable[int]) -> set[str]:
+def quoted_copies(table: Table, ids: Iterable[int], *, workspace: Workspace) -> set[str]:
     """The table's ``quoted`` values of these rows, as the JSON strings a stored API
     response would hold them in (the same escaping DRF uses, and the ASCII one)."""
     if not table.quoted:
         return set()
     quotes: set[str] = set()
-    rows = table.model._default_manager.filter(pk__in=ids).values_list(*table.quoted)
+    rows = in_workspace(table.model, workspace).filter(pk__in=ids).values_list(*table.quoted)
     for row in rows:
         for value in row:
             for text in _strings(value):

@@ -42,7 +42,7 @@ def erasure_receipt_get(*, workspace: Workspace, pk) -> ErasureReceipt | None:
 
 
 def erasure_receipt_for_run(*, run: JobRun) -> ErasureReceipt | None:
-    return ErasureReceipt.objects.filter(job_run=run).first()
+    return ErasureReceipt.objects.filter(workspace_id=run.workspace_id, job_run=run).first()
 
 
 def receipt_body(receipt: ErasureReceipt) -> dict:

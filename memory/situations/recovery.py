@@ -86,13 +86,12 @@ def _commit_durably() -> None:
 
 def _turn_locked(*, actor: Actor, turn_id: str, result: TurnResult) -> TurnRecovery:
     agent = actor.agent
-    lookup = {"agent": agent, "turn_id": turn_id}
+    lookup = {"workspace_id": agent.workspace_id, "agent": agent, "turn_id": turn_id}
     turn = TurnRecovery.objects.select_for_update().filter(**lookup).first()
     if turn is None:
         try:
             with transaction.atomic():
                 TurnRecovery.objects.create(
-                    workspace_id=agent.workspace_id,
                     session_id=result.session_id,
                     machine_digest=result.machine,
                     channel=actor.channel,

@@ -197,7 +197,7 @@ def agent_tools_set(*, agent: Agent, tools: list[dict]) -> list[AgentTool]:
             )
         )
     Agent.objects.select_for_update().filter(pk=agent.pk).first()
-    AgentTool.objects.filter(agent=agent).delete()
+    AgentTool.objects.filter(workspace_id=agent.workspace_id, agent=agent).delete()
     AgentTool.objects.bulk_create(rows)
     audit_record(
         workspace=agent.workspace,

@@ -60,7 +60,9 @@ def delta_get(*, workspace: Workspace, delta_id: int) -> SkillDelta:
 
 
 def agent_tool_list(*, agent: Agent) -> list[AgentTool]:
-    return list(AgentTool.objects.filter(agent=agent).order_by("name"))
+    return list(
+        AgentTool.objects.filter(workspace_id=agent.workspace_id, agent=agent).order_by("name")
+    )
 
 
 # --------------------------------------------------------------------------- trust ledger
