@@ -28,6 +28,7 @@ SCRIPTS = [
     "bench_maintenance.py",
     "bench_situations.py",
     "bench_faults.py",
+    "bench_scaleout.py",  # 3 web + 2 workers + 1 beat on one database, with a kill and a restart
     "bench_rows.py",  # memory.core.rows' statements against the ORM doing the same
     # Linear scanning of outside text, and /recall/ under adversarial load.
     "bench_scan.py",

@@ -52,6 +52,12 @@ def check(events_path: Path, people, traffic, faults: list[dict], wall0: float) 
     never = [i for i in sent if finished[i] == 0]
     twice = [i for i in sent if finished[i] > 1]
     rerun = [i for i in sent if started[i] > 1]
+    starts = defaultdict(list)
+    for e in log:
+        if e["ev"] == "prerun":
+            starts[e["id"]].append(e["t"])
+    # From a killed run's start to its second start (the message came back).
+    rerun_after = [round(sorted(starts[i])[1] - sorted(starts[i])[0], 1) for i in rerun]
     by_task = Counter(e["task"] for e in sent.values())
     # Beat: each tick sent once; ticks per entry and the smallest gap between two.
     ticks = defaultdict(list)
@@ -117,6 +123,7 @@ def check(events_path: Path, people, traffic, faults: list[dict], wall0: float) 
             "finished_twice": len(twice),
             "run_again_after_kill": len(rerun),
             "rerun_tasks": [sent[i]["task"] for i in rerun],
+            "rerun_after_s": rerun_after,
         },
         "beat": beat,
         "beat_ticks": sum(b["ticks"] for b in beat.values()),
