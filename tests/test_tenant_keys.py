@@ -10,8 +10,10 @@ query names it, so each query goes to one workspace's shard.
 2. Queries: a representative session of agent, harness and admin API calls runs with
    every SQL statement recorded together with the function that sent it. A SELECT,
    UPDATE or DELETE whose main table is keyed must filter on that table's
-   ``workspace_id``; the few global look-ups are listed with the reason. A by-id read
-   that forgets the workspace shows up here with the function to fix.
+   ``workspace_id``; the few global look-ups are listed with the reason. A write or
+   row lock by primary key passes (the request read that row through a scoped query
+   first; under Citus these change too, see the docs). A by-id read that forgets the
+   workspace shows up here with the function to fix.
 """
 
 from __future__ import annotations
@@ -242,3 +244,12 @@ def test_the_check_catches_a_read_by_id_without_the_workspace():
     assert [t for t, _, _ in unscoped([(by_id, "x")], keyed)] == ["memory_knowledge"]
     assert unscoped([(scoped, "x"), (aliased, "x"), (raw, "x")], keyed) == []
     assert len(unscoped([(selected_only, "x")], keyed)) == 1
+    write_by_pk = 'UPDATE "memory_knowledge" SET "status" = %s WHERE "memory_knowledge"."id" = %s'
+    delete_by_agent = 'DELETE FROM "memory_knowledge" WHERE "memory_knowledge"."agent_id" = %s'
+    in_subquery_only = (
+        'SELECT "memory_lesson"."id" FROM "memory_lesson" WHERE "memory_lesson"."id" IN '
+        '(SELECT U0."id" FROM "memory_knowledge" U0 WHERE U0."workspace_id" = 1)'
+    )
+    assert unscoped([(write_by_pk, "x")], keyed) == []
+    assert len(unscoped([(delete_by_agent, "x")], keyed)) == 1
+    assert len(unscoped([(in_subquery_only, "x")], keyed | {"memory_lesson"})) == 1
