@@ -83,12 +83,22 @@ def check(events_path: Path, people, traffic, faults: list[dict], wall0: float) 
     # Job runs recorded in the database.
     runs = JobRun.objects.filter(created_at__gte=_aware(wall0))
     statuses = Counter(runs.values_list("status", flat=True))
+    # A message whose worker was killed has two runs: the killed one (``interrupted`` by
+    # the reaper, or ``failed`` with "Interrupted ..." by the run that resumed from its
+    # checkpoint) and the one that did the work. Only the second may complete.
     per_task = Counter(
-        runs.filter(status__in=["succeeded", "skipped", "failed"])
+        runs.filter(status__in=["succeeded", "skipped"])
         .exclude(task_id="")
         .values_list("task_id", flat=True)
     )
-    failed = list(runs.filter(status="failed").values_list("kind", "error")[:5])
+    killed_runs = runs.filter(status="interrupted").count() + (
+        runs.filter(status="failed", error__startswith="Interrupted").count()
+    )
+    failed = list(
+        runs.filter(status="failed")
+        .exclude(error__startswith="Interrupted")
+        .values_list("kind", "error")[:5]
+    )
     # Advisory locks: no two recorded holders of one name overlap.
     kill_wall = next((f["wall"] for f in faults if "wall" in f), None)
     holds = defaultdict(list)
@@ -131,6 +141,7 @@ def check(events_path: Path, people, traffic, faults: list[dict], wall0: float) 
         "job_runs_left_open": statuses.get("queued", 0) + statuses.get("running", 0),
         "job_runs_finished_twice_per_message": sum(1 for n in per_task.values() if n > 1),
         "failed_runs": [f"{k}: {e[:160]}" for k, e in failed],
+        "killed_runs": killed_runs,
         "locks": {
             "names": len(holds),
             "holds": sum(len(v) for v in holds.values()),
@@ -148,6 +159,7 @@ def check(events_path: Path, people, traffic, faults: list[dict], wall0: float) 
         and result["server_errors"] == 0
         and result["job_runs_left_open"] == 0
         and result["job_runs_finished_twice_per_message"] == 0
+        and not failed
         and all(b["finished_once"] == b["ticks"] for b in beat.values())
     )
     return result

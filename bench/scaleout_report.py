@@ -66,7 +66,8 @@ def markdown(r: dict) -> str:
         "",
         f"Job runs recorded: {r['job_runs']}; left queued or running: "
         f"{r['job_runs_left_open']}; one message finished by two runs: "
-        f"{r['job_runs_finished_twice_per_message']}. Failed runs: "
+        f"{r['job_runs_finished_twice_per_message']}; runs cut by the kill: "
+        f"{r['killed_runs']}. Failed runs other than those: "
         f"{'; '.join(r['failed_runs']) or 'none'}.",
         "",
         f"Broker visibility timeout for this run: {r['visibility_timeout_s']} s. "
