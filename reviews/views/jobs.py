@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404
@@ -11,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from cairn.health import check_workers
 from memory.core.selectors import (
+    ACTIVE,
     ACTIVE_JOB_STATUSES,
     JOB_RUN_ORDER,
     job_run_get,
@@ -54,22 +57,23 @@ def _workers_answering() -> int:
     return count
 
 
-def _list_context(request, *, kind: str = "", status: str = "") -> dict:
+def _list_context(request, *, kind: str = "", status: str = "", since: date | None = None) -> dict:
     workspace = request.workspace
-    queryset = job_run_list(workspace=workspace, kind=kind, status=status)
+    queryset = job_run_list(workspace=workspace, kind=kind, status=status, since=since)
     page = paginate(request, queryset, ordering=JOB_RUN_ORDER)
     return {
         **_common(),
         "page": page,
         # Nothing ran yet: ask the workers (one ping, only in this rare case) so the
         # empty state says whether they are up instead of guessing.
-        "workers": None if page.items or kind or status else _workers_answering(),
+        "workers": None if page.items or kind or status or since else _workers_answering(),
         "kind": kind,
         "status": status,
-        "filtered": bool(kind or status),
+        "since": since.isoformat() if since else "",
+        "filtered": bool(kind or status or since),
         # A callable: the template calls it only when it renders the filters (full page).
         "kinds": lambda: job_run_kinds(workspace=workspace),
-        "statuses": JobRun.Status.choices,
+        "statuses": [(ACTIVE, "queued or running"), *JobRun.Status.choices],
         "list_url": reverse("reviews:jobs"),
         # Admins may start any job now; the buttons are not shown to others.
         "runnable": [
@@ -91,9 +95,13 @@ def _list_context(request, *, kind: str = "", status: str = "") -> dict:
 def jobs(request):
     kind = request.GET.get("kind", "").strip()[:64]
     status = request.GET.get("status", "")
-    if status not in JobRun.Status.values:
+    if status not in (ACTIVE, *JobRun.Status.values):
         status = ""
-    context = _list_context(request, kind=kind, status=status)
+    try:
+        since = date.fromisoformat(request.GET.get("since", "")[:10])
+    except ValueError:
+        since = None
+    context = _list_context(request, kind=kind, status=status, since=since)
     return render_page(request, "reviews/jobs.html", context, partial="rows")
 
 

@@ -1,5 +1,7 @@
 """Job runs screen: list with filters, live progress for running jobs, detail."""
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
@@ -269,3 +271,41 @@ def test_run_now_describes_each_job_and_prune_needs_a_confirmation(member_client
     # Other jobs run on one click, as before.
     admin.post("/jobs/run/decay/")
     assert JobRun.objects.filter(kind="decay", workspace=workspace).count() == 1
+
+
+def test_the_active_filter_shows_the_runs_the_dashboard_counts(viewer, workspace, settings):
+    settings.CAIRN_UI_ACTIVE_JOB_WINDOW = 5
+    stuck = JobRunFactory(workspace=workspace, status="running")  # beyond the window
+    JobRun.objects.bulk_create(
+        [JobRun(workspace=workspace, kind="decay", status="succeeded") for _ in range(4)]
+    )
+    queued = JobRunFactory(workspace=workspace, status="queued")
+    running = JobRunFactory(workspace=workspace, status="running")
+    dashboard = viewer.get("/dashboard/").content.decode()
+    assert 'data-testid="active-jobs-count">2<' in dashboard
+    assert "/jobs/?status=active" in dashboard
+    html = viewer.get("/jobs/?status=active").content.decode()
+    assert html.count('<tr id="job-') == 2
+    assert f'id="job-{queued.pk}"' in html and f'id="job-{running.pk}"' in html
+    assert f'id="job-{stuck.pk}"' not in html
+    assert '<option value="active" selected>queued or running</option>' in html
+    # The plain status filter still finds the stuck run.
+    assert f'id="job-{stuck.pk}"' in viewer.get("/jobs/?status=running").content.decode()
+
+
+def test_failed_runs_link_to_the_same_days(viewer, workspace):
+    now = timezone.now()
+    for days_ago in (30, 2, 0):
+        run = JobRunFactory(workspace=workspace, status="failed", error="boom")
+        JobRun.objects.filter(pk=run.pk).update(created_at=now - timedelta(days=days_ago))
+    dashboard = viewer.get("/dashboard/").content.decode()
+    assert 'data-testid="failed-runs-count">2<' in dashboard
+    since = (timezone.localdate() - timedelta(days=13)).isoformat()
+    assert f"/jobs/?status=failed&amp;since={since}" in dashboard
+    html = viewer.get(f"/jobs/?status=failed&since={since}").content.decode()
+    assert html.count('<tr id="job-') == 2
+    assert f'value="{since}"' in html  # the filter shows what it applies
+    assert (
+        viewer.get("/jobs/?status=failed&since=not-a-day").content.decode().count('<tr id="job-')
+        == 3
+    )
