@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.http import Http404
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.health import check_workers
@@ -22,9 +23,10 @@ from memory.core.selectors import (
 )
 from memory.maintenance.runnow import RUNNABLE_JOBS, job_run_now
 from memory.models import JobRun, Role
-from reviews.access import actor_for, require_role
+from reviews.access import WORKSPACE_PARAM, actor_for, require_role
 from reviews.htmx import redirect_back, render_page, wants_fragment
 from reviews.pagination import paginate
+from reviews.toasts import job_toast, poll_membership, toast_ended, toast_gone, toast_unchanged
 
 # What each "Run now" button does, in the words of a person deciding whether to press it.
 JOB_DESCRIPTIONS = {
@@ -120,12 +122,45 @@ def jobs_run(request, kind: str):
         return render_page(request, "reviews/jobs.html", _list_context(request), partial="rows")
     run, created = job_run_now(kind=kind, workspace=request.workspace, actor=actor_for(request))
     if created:
-        messages.success(request, f"{kind} queued as run #{run.pk}.")
+        job_toast(request, run, f"{kind} queued as run #{run.pk}.")
     else:
-        messages.info(request, f"{kind} is already queued as run #{run.pk}.")
+        job_toast(request, run, f"{kind} is already queued as run #{run.pk}.", level=messages.INFO)
     if not wants_fragment(request):
         return redirect_back("reviews:jobs")
     return render_page(request, "reviews/jobs.html", _list_context(request), partial="rows")
+
+
+# How a followed toast ends, per final status: (toast level, words).
+TOAST_ENDINGS = {
+    JobRun.Status.SUCCEEDED: ("success", "finished"),
+    JobRun.Status.FAILED: ("error", "failed"),
+    JobRun.Status.SKIPPED: ("info", "was skipped: another run of it held the lock"),
+    JobRun.Status.INTERRUPTED: ("error", "was interrupted: its worker stopped"),
+}
+
+
+@require_GET
+def jobs_toast(request, pk: int):
+    """A followed toast's poll (``reviews.toasts``): no change while the run is queued or
+    running, then what happened, with a link to the run."""
+    membership = poll_membership(request, "viewer")
+    if membership is None:
+        return toast_unchanged()
+    run = job_run_get(workspace=membership.workspace, pk=pk)
+    if run is None:
+        return toast_gone()
+    if run.status in ACTIVE_JOB_STATUSES:
+        return toast_unchanged()
+    level, words = TOAST_ENDINGS.get(run.status, ("info", run.status))
+    link = reverse("reviews:jobs_detail", args=[run.pk])
+    return toast_ended(
+        request,
+        level=level,
+        text=f"{run.kind} run #{run.pk} {words}.",
+        detail=run.error,
+        link=f"{link}?{urlencode({WORKSPACE_PARAM: membership.workspace.name})}",
+        link_text="See the run",
+    )
 
 
 @require_role("viewer")

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from memory.models import AuditEvent, JobRun
@@ -248,7 +249,7 @@ def test_run_now_queues_the_job_and_shows_it(member_client, workspace):
     assert admin.get("/jobs/run/reconcile/").status_code == 405
 
 
-def test_run_now_needs_the_csrf_token(member_client, workspace, client):
+def test_run_now_needs_the_csrf_token(member_client, workspace):
     admin = member_client(workspace=workspace, role="admin")
     admin.handler.enforce_csrf_checks = True
     assert admin.post("/jobs/run/decay/").status_code == 403
@@ -309,3 +310,25 @@ def test_failed_runs_link_to_the_same_days(viewer, workspace):
         viewer.get("/jobs/?status=failed&since=not-a-day").content.decode().count('<tr id="job-')
         == 3
     )
+
+
+def test_a_run_now_toast_follows_its_run_to_the_end(member_client, workspace):
+    admin = member_client(workspace=workspace, role="admin")
+    page = admin.post("/jobs/run/decay/", follow=True).content.decode()
+    run = JobRun.objects.get(kind="decay")
+    toast = f"/jobs/{run.pk}/toast/"
+    assert f'hx-get="{toast}" hx-trigger="load, every 2s"' in page
+    assert admin.get(toast, **HX).status_code == 204  # queued: the toast stays as it is
+    JobRun.objects.filter(pk=run.pk).update(status="failed", error="Traceback\nValueError: bad")
+    ended = admin.get(toast, **HX)
+    html = ended.content.decode()
+    assert ended.status_code == 200 and 'class="toast error ended"' in html
+    assert f"decay run #{run.pk} failed." in html and "ValueError: bad" in html
+    assert f'href="/jobs/{run.pk}/?ws={workspace.name}"' in html and "hx-get" not in html
+    JobRun.objects.filter(pk=run.pk).update(status="succeeded", error="")
+    assert 'class="toast success ended"' in admin.get(toast, **HX).content.decode()
+    # Another workspace's run: the toast goes; an ended session: no change, no login page.
+    other = JobRunFactory(workspace=WorkspaceFactory(), status="succeeded")
+    gone = admin.get(f"/jobs/{other.pk}/toast/", **HX)
+    assert gone.status_code == 200 and gone.content == b""
+    assert Client().get(toast, **HX).status_code == 204  # logged out
