@@ -10,6 +10,8 @@ from django.db.models import Count, F, Func, IntegerField, Q, Value
 from django.db.models.functions import Least, TruncDate
 from django.utils import timezone
 
+from memory.core.selectors import day_start
+from memory.lessons.changes import LEARNED_ACTIONS, RETIRED_ACTIONS, lesson_change_counts
 from memory.models import (
     Agent,
     ApiToken,
@@ -46,7 +48,7 @@ def dashboard_counts(*, workspace: Workspace) -> dict:
 def _window_start(*, days: int, now: datetime | None) -> tuple[date, datetime]:
     today = timezone.localdate(now or timezone.now())
     first = today - timedelta(days=days - 1)
-    return first, timezone.make_aware(datetime.combine(first, datetime.min.time()))
+    return first, day_start(first)
 
 
 # A person's first action on a lesson or a delta is their decision about it.
@@ -91,15 +93,22 @@ def review_latency(
     return {"median_s": None if median is None else float(median), "n": n, "days": days}
 
 
-LEARNED_ACTIONS = ("lesson.create", "lesson.learn")
-RETIRED_ACTIONS = ("lesson.retire",)
+def lesson_changes(
+    *, workspace: Workspace, days: int | None = None, now: datetime | None = None
+) -> dict:
+    """Lessons learned and retired over the trend window, by the rule the Lessons list's
+    "changed since" filter applies (``memory.lessons.changes``): ``{learned, retired, since}``."""
+    days = days or settings.CAIRN_UI_TREND_DAYS
+    first, _start = _window_start(days=days, now=now)
+    return {**lesson_change_counts(workspace=workspace, since=first), "since": first}
 
 
 def lessons_per_day(
     *, workspace: Workspace, days: int | None = None, now: datetime | None = None
 ) -> list[dict]:
-    """Lessons learned and retired per day (oldest first, empty days included), counted
-    from the audit log: one aggregate over the window's events."""
+    """Lesson events (learned, retired) per day (oldest first, empty days included), from
+    the audit log: one aggregate over the window's events. The chart's trend; the
+    dashboard's numbers are ``lesson_changes`` (lessons, not events)."""
     days = days or settings.CAIRN_UI_TREND_DAYS
     first, start = _window_start(days=days, now=now)
     rows = (

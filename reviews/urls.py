@@ -46,6 +46,7 @@ urlpatterns = [
     path("agents/tokens/<int:pk>/revoke/", agents.agents_token_revoke, name="agents_token_revoke"),
     path("jobs/", jobs.jobs, name="jobs"),
     path("jobs/<int:pk>/", jobs.jobs_detail, name="jobs_detail"),
+    path("jobs/<int:pk>/toast/", jobs.jobs_toast, name="jobs_toast"),
     path("jobs/run/<str:kind>/", jobs.jobs_run, name="jobs_run"),
     path("audit/", audit.audit, name="audit"),
     path("lessons/", lessons.lessons, name="lessons"),
@@ -131,6 +132,11 @@ urlpatterns = [
     path("webhooks/<int:pk>/rotate/", webhooks.webhooks_rotate, name="webhooks_rotate"),
     path("webhooks/<int:pk>/delete/", webhooks.webhooks_delete, name="webhooks_delete"),
     path("webhooks/<int:pk>/test/", webhooks.webhooks_test, name="webhooks_test"),
+    path(
+        "webhooks/<int:pk>/deliveries/<int:delivery>/toast/",
+        webhooks.webhooks_delivery_toast,
+        name="webhooks_delivery_toast",
+    ),
     path(
         "webhooks/<int:pk>/deliveries/<int:delivery>/redeliver/",
         webhooks.webhooks_redeliver,

@@ -6,7 +6,7 @@ maintenance); they carry no workspace's data, so every member may see them.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Subquery, Value
@@ -42,12 +42,41 @@ def _job_scope(workspace: Workspace) -> Q:
 JOB_RUN_ORDER = ("-id",)
 
 
-def job_run_list(*, workspace: Workspace, kind: str = "", status: str = "") -> QuerySet[JobRun]:
+# The job list's status filter also offers "active": queued or running, by the rule the
+# nav's and the dashboard's count uses (``job_run_active_count``), so a count and the rows
+# its link shows agree.
+ACTIVE = "active"
+
+
+def day_start(day: date) -> datetime:
+    """The first instant of ``day`` in the server's time zone (what "since" a day means)."""
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def _active_window():
+    return JobRun.objects.order_by("-id").values("id")[: settings.CAIRN_UI_ACTIVE_JOB_WINDOW]
+
+
+def _created_since(start: datetime) -> Q:
+    # created_at has no index, but ids grow with it: the newest run older than ``start``
+    # bounds a primary-key range scan, so the cost follows the window, not the table.
+    before = JobRun.objects.filter(created_at__lt=start).order_by("-id").values("id")[:1]
+    return Q(created_at__gte=start, id__gt=Coalesce(Subquery(before), Value(0)))
+
+
+def job_run_list(
+    *, workspace: Workspace, kind: str = "", status: str = "", since: date | None = None
+) -> QuerySet[JobRun]:
+    """Runs newest first; ``status`` is one status or ``ACTIVE``; ``since`` a first day."""
     qs = JobRun.objects.filter(_job_scope(workspace))
     if kind:
         qs = qs.filter(kind=kind)
-    if status:
+    if status == ACTIVE:
+        qs = qs.filter(status__in=ACTIVE_JOB_STATUSES, id__in=_active_window())
+    elif status:
         qs = qs.filter(status=status)
+    if since is not None:
+        qs = qs.filter(_created_since(day_start(since)))
     return qs.order_by(*JOB_RUN_ORDER)
 
 
@@ -60,12 +89,10 @@ def job_run_active_count(*, workspace: Workspace) -> int:
 
     The nav shows this on every page, so it must not scan the whole table (status
     has no index); a run still "running" thousands of runs later is stuck, and the
-    job list's status filter still finds it.
+    job list's status filter still finds it. The job list's "active" filter shows
+    exactly these runs.
     """
-    window = JobRun.objects.order_by("-id").values("id")[: settings.CAIRN_UI_ACTIVE_JOB_WINDOW]
-    return JobRun.objects.filter(
-        _job_scope(workspace), status__in=ACTIVE_JOB_STATUSES, id__in=window
-    ).count()
+    return job_run_list(workspace=workspace, status=ACTIVE).order_by().count()
 
 
 def job_run_kinds(*, workspace: Workspace) -> list[str]:
@@ -81,20 +108,15 @@ def job_run_kinds(*, workspace: Workspace) -> list[str]:
 def job_runs_per_day(
     *, workspace: Workspace, days: int | None = None, now: datetime | None = None
 ) -> list[dict]:
-    """One row per day (oldest first, empty days included): date, succeeded, failed, other."""
+    """One row per day (oldest first, empty days included): date, succeeded, failed, other.
+
+    The days are those ``job_run_list(since=<the first day>)`` lists, run by run."""
     days = days or settings.CAIRN_UI_CHART_DAYS
     today = timezone.localdate(now or timezone.now())
     first = today - timedelta(days=days - 1)
-    start = timezone.make_aware(datetime.combine(first, datetime.min.time()))
-    # created_at has no index, but ids grow with it: the newest run older than the
-    # window bounds a primary-key range scan, so the cost follows the window, not the table.
-    before_window = JobRun.objects.filter(created_at__lt=start).order_by("-id").values("id")[:1]
     rows = (
-        JobRun.objects.filter(
-            _job_scope(workspace),
-            created_at__gte=start,
-            id__gt=Coalesce(Subquery(before_window), Value(0)),
-        )
+        job_run_list(workspace=workspace, since=first)
+        .order_by()
         .annotate(day=TruncDate("created_at"))
         .values("day")
         .annotate(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 from django.conf import settings
 from django.db.models import (
@@ -37,6 +37,7 @@ from django.db.models.functions import Coalesce, Greatest
 
 from cairn.errors import NotFoundError
 from memory.core.selectors import audit_event_for_targets
+from memory.lessons.changes import CHANGES, lesson_change_q
 from memory.lessons.verdict import check_identity, outcome_verdict
 from memory.models import (
     Agent,
@@ -293,11 +294,14 @@ def lesson_browse(
     state: str = "",
     operation_key: str = "",
     q: str = "",
+    changed: str = "",
+    since: date | None = None,
 ) -> QuerySet[Lesson]:
     """Current lesson rows (one per lineage), filtered, each with its evidence counts.
 
     ``project_digest`` means that project's own lessons (not the global ones too);
-    ``q`` matches the text or the operation, case-insensitively.
+    ``q`` matches the text or the operation, case-insensitively; ``changed`` ("learned"
+    or "retired") with ``since`` is the dashboard's rule (``memory.lessons.changes``).
     """
     lessons = Lesson.objects.filter(workspace=workspace, superseded_by__isnull=True)
     if scope in LessonScope.values:
@@ -310,6 +314,8 @@ def lesson_browse(
         lessons = lessons.filter(operation_key=operation_key)
     if q:
         lessons = lessons.filter(Q(text__icontains=q) | Q(operation_key__icontains=q))
+    if changed in CHANGES and since is not None:
+        lessons = lessons.filter(lesson_change_q(workspace=workspace, change=changed, since=since))
     return lessons.annotate(
         evidence_count=_evidence_count(LessonEvidence.Relation.SUPPORTS),
         contradiction_count=_evidence_count(LessonEvidence.Relation.CONTRADICTS),

@@ -7,10 +7,13 @@ from datetime import timedelta
 from urllib.parse import urlencode
 
 from django import template
+from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from reviews import highlight
+from reviews.toasts import follow_url
 
 register = template.Library()
 
@@ -232,3 +235,17 @@ def turn_links(turns) -> list[dict]:
             )
             ref["url"] = f"{base}?{query}#turn-{ref['index']}"
     return refs
+
+
+@register.simple_tag
+def toast_follow(message) -> str:
+    """The htmx attributes of a toast that follows its job (reviews.toasts), or ""."""
+    url = follow_url(getattr(message, "extra_tags", ""))
+    if not url:
+        return ""
+    every = settings.CAIRN_UI_JOB_POLL_S
+    return format_html(
+        ' hx-get="{}" hx-trigger="load, every {}s" hx-swap="outerHTML" data-follows',
+        url,
+        every,
+    )

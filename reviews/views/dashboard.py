@@ -12,6 +12,7 @@ from memory.core.selectors import job_runs_per_day
 from memory.dashboard import (
     confidence_histograms,
     dashboard_counts,
+    lesson_changes,
     lesson_health_counts,
     lessons_per_day,
     review_latency,
@@ -108,15 +109,19 @@ def dashboard(request):
         "counts": dashboard_counts(workspace=workspace),
         "situations": situation_counts(workspace=workspace, now=timezone.now()),
         "jobs_chart": job_runs_chart(days),
+        # Linked to the job list filtered from the chart's first day: the same runs.
         "failed_runs": sum(d["failed"] for d in days),
+        "jobs_since": days[0]["day"],
+        "jobs_days": len(days),
         "site_url": settings.SITE_URL,
         "kpis": kpis,
         "deltas_chart": deltas_chart(kpis["deltas_by_tier_status"]),
         "notices": orphan_notice_list(workspace=workspace)[:3],
         "health": lesson_health_counts(workspace=workspace),
         "latency": review_latency(workspace=workspace),
-        "learned": sum(d["learned"] for d in trend),
-        "retired": sum(d["retired"] for d in trend),
+        # Lessons (not events), by the rule the Lessons list's "changed since" filter
+        # applies: each number is the rows its link shows.
+        "changes": lesson_changes(workspace=workspace),
         "trend_days": len(trend),
         "lessons_chart": lessons_chart(trend),
         "lesson_histogram": histogram_chart(

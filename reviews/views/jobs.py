@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.health import check_workers
 from memory.core.selectors import (
+    ACTIVE,
     ACTIVE_JOB_STATUSES,
     JOB_RUN_ORDER,
     job_run_get,
@@ -19,9 +23,10 @@ from memory.core.selectors import (
 )
 from memory.maintenance.runnow import RUNNABLE_JOBS, job_run_now
 from memory.models import JobRun, Role
-from reviews.access import actor_for, require_role
+from reviews.access import WORKSPACE_PARAM, actor_for, require_role
 from reviews.htmx import redirect_back, render_page, wants_fragment
 from reviews.pagination import paginate
+from reviews.toasts import job_toast, poll_membership, toast_ended, toast_gone, toast_unchanged
 
 # What each "Run now" button does, in the words of a person deciding whether to press it.
 JOB_DESCRIPTIONS = {
@@ -54,22 +59,23 @@ def _workers_answering() -> int:
     return count
 
 
-def _list_context(request, *, kind: str = "", status: str = "") -> dict:
+def _list_context(request, *, kind: str = "", status: str = "", since: date | None = None) -> dict:
     workspace = request.workspace
-    queryset = job_run_list(workspace=workspace, kind=kind, status=status)
+    queryset = job_run_list(workspace=workspace, kind=kind, status=status, since=since)
     page = paginate(request, queryset, ordering=JOB_RUN_ORDER)
     return {
         **_common(),
         "page": page,
         # Nothing ran yet: ask the workers (one ping, only in this rare case) so the
         # empty state says whether they are up instead of guessing.
-        "workers": None if page.items or kind or status else _workers_answering(),
+        "workers": None if page.items or kind or status or since else _workers_answering(),
         "kind": kind,
         "status": status,
-        "filtered": bool(kind or status),
+        "since": since.isoformat() if since else "",
+        "filtered": bool(kind or status or since),
         # A callable: the template calls it only when it renders the filters (full page).
         "kinds": lambda: job_run_kinds(workspace=workspace),
-        "statuses": JobRun.Status.choices,
+        "statuses": [(ACTIVE, "queued or running"), *JobRun.Status.choices],
         "list_url": reverse("reviews:jobs"),
         # Admins may start any job now; the buttons are not shown to others.
         "runnable": [
@@ -91,9 +97,13 @@ def _list_context(request, *, kind: str = "", status: str = "") -> dict:
 def jobs(request):
     kind = request.GET.get("kind", "").strip()[:64]
     status = request.GET.get("status", "")
-    if status not in JobRun.Status.values:
+    if status not in (ACTIVE, *JobRun.Status.values):
         status = ""
-    context = _list_context(request, kind=kind, status=status)
+    try:
+        since = date.fromisoformat(request.GET.get("since", "")[:10])
+    except ValueError:
+        since = None
+    context = _list_context(request, kind=kind, status=status, since=since)
     return render_page(request, "reviews/jobs.html", context, partial="rows")
 
 
@@ -112,12 +122,45 @@ def jobs_run(request, kind: str):
         return render_page(request, "reviews/jobs.html", _list_context(request), partial="rows")
     run, created = job_run_now(kind=kind, workspace=request.workspace, actor=actor_for(request))
     if created:
-        messages.success(request, f"{kind} queued as run #{run.pk}.")
+        job_toast(request, run, f"{kind} queued as run #{run.pk}.")
     else:
-        messages.info(request, f"{kind} is already queued as run #{run.pk}.")
+        job_toast(request, run, f"{kind} is already queued as run #{run.pk}.", level=messages.INFO)
     if not wants_fragment(request):
         return redirect_back("reviews:jobs")
     return render_page(request, "reviews/jobs.html", _list_context(request), partial="rows")
+
+
+# How a followed toast ends, per final status: (toast level, words).
+TOAST_ENDINGS = {
+    JobRun.Status.SUCCEEDED: ("success", "finished"),
+    JobRun.Status.FAILED: ("error", "failed"),
+    JobRun.Status.SKIPPED: ("info", "was skipped: another run of it held the lock"),
+    JobRun.Status.INTERRUPTED: ("error", "was interrupted: its worker stopped"),
+}
+
+
+@require_GET
+def jobs_toast(request, pk: int):
+    """A followed toast's poll (``reviews.toasts``): no change while the run is queued or
+    running, then what happened, with a link to the run."""
+    membership = poll_membership(request, "viewer")
+    if membership is None:
+        return toast_unchanged()
+    run = job_run_get(workspace=membership.workspace, pk=pk)
+    if run is None:
+        return toast_gone()
+    if run.status in ACTIVE_JOB_STATUSES:
+        return toast_unchanged()
+    level, words = TOAST_ENDINGS.get(run.status, ("info", run.status))
+    link = reverse("reviews:jobs_detail", args=[run.pk])
+    return toast_ended(
+        request,
+        level=level,
+        text=f"{run.kind} run #{run.pk} {words}.",
+        detail=run.error,
+        link=f"{link}?{urlencode({WORKSPACE_PARAM: membership.workspace.name})}",
+        link_text="See the run",
+    )
 
 
 @require_role("viewer")

@@ -9,14 +9,18 @@ actions, history and activity change in place.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date, timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
 from memory.identity.selectors import project_labels
+from memory.lessons.changes import CHANGES
 from memory.lessons.lifecycle import (
     lesson_edit,
     lesson_pin,
@@ -43,11 +47,35 @@ LIST = "reviews/lessons.html"
 DETAIL = "reviews/lesson_detail.html"
 EVIDENCE_SHOWN = 50
 OUTCOME_CHIPS_SHOWN = 20
-FILTERS = {"scope": 8, "project": 64, "state": 8, "op": 200, "q": 200, "sort": 8}
+FILTERS = {
+    "scope": 8,
+    "project": 64,
+    "state": 8,
+    "op": 200,
+    "q": 200,
+    "sort": 8,
+    "changed": 8,
+    "since": 10,
+}
+
+
+def _since(value: str, changed: str) -> date | None:
+    """The "changed since" day: the one asked for, else the dashboard's trend window."""
+    if not changed:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        today = timezone.localdate()
+        return today - timedelta(days=settings.CAIRN_UI_TREND_DAYS - 1)
 
 
 def _filters(request) -> dict:
     f = {name: request.GET.get(name, "").strip()[:cap] for name, cap in FILTERS.items()}
+    if f["changed"] not in CHANGES:
+        f["changed"] = ""
+    since = _since(f["since"], f["changed"])
+    f["since"] = since.isoformat() if since else ""
     if f["scope"] not in LessonScope.values:
         f["scope"] = ""
     if f["state"] not in LessonState.values:
@@ -69,6 +97,8 @@ def lessons(request):
         state=f["state"],
         operation_key=f["op"],
         q=f["q"],
+        changed=f["changed"],
+        since=date.fromisoformat(f["since"]) if f["since"] else None,
     )
     page = paginate(request, queryset, ordering=LESSON_ORDERS[f["sort"] or "new"])
     labels = project_labels(
@@ -89,6 +119,7 @@ def lessons(request):
         "filtered": any(v for k, v in f.items() if k != "sort"),
         "projects": projects,
         "states": LessonState.values,
+        "changes": CHANGES,
         "orders": [
             ("new", "newest first"),
             ("strong", "most confident"),

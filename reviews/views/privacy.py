@@ -42,6 +42,7 @@ from memory.privacy.selectors import (
 from reviews.access import actor_for, require_role
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
+from reviews.toasts import job_toast
 from reviews.views.imports import import_context
 
 EXPORT_KINDS = (
@@ -146,7 +147,7 @@ def exports_start(request):
             return render_action(request, "reviews/exports.html#export_form", context, status=422)
         messages.error(request, exc.message)
         return redirect_back("reviews:exports")
-    messages.success(request, f"Export #{run.pk} started. It appears below when it is ready.")
+    job_toast(request, run, f"Export #{run.pk} started. It appears below when it is ready.")
     if wants_fragment(request):
         # The form comes back fresh, and the list (with the new, polling row) out of band.
         context = _exports_context(request, form={"kind": "workspace"}, started=run)
@@ -286,9 +287,9 @@ def erasures_start(request):
         return render_page(
             request, "reviews/erasure_preview.html", context, partial="panel", status=422
         )
-    # Tagged with its job: the receipt page drops the toast once the job has ended.
-    messages.success(
-        request, f"Erasure #{receipt.pk} queued.", extra_tags=f"job-erasure-{receipt.pk}"
+    # The toast follows its job: it says how the erasure ended, not "queued" after it.
+    job_toast(
+        request, receipt.job_run, f"Erasure #{receipt.pk} queued as run #{receipt.job_run_id}."
     )
     target = reverse("reviews:erasures_detail", args=[receipt.pk])
     if wants_fragment(request):

@@ -7,7 +7,10 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from memory.models import DeliveryState
@@ -28,9 +31,16 @@ from memory.webhooks.services import (
     webhook_update,
 )
 from memory.webhooks.signing import SIGNATURE_HEADER
-from reviews.access import actor_for, call_service, require_role
+from reviews.access import WORKSPACE_PARAM, actor_for, call_service, require_role
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_page
+from reviews.toasts import (
+    delivery_toast,
+    poll_membership,
+    toast_ended,
+    toast_gone,
+    toast_unchanged,
+)
 
 LIST = "reviews/webhooks.html"
 DETAIL = "reviews/webhook_detail.html"
@@ -181,8 +191,13 @@ def webhooks_delete(request, pk: int):
 @require_POST
 def webhooks_test(request, pk: int):
     webhook = _webhook_or_404(request, pk)
-    call_service(lambda: webhook_test_send(webhook=webhook, actor=actor_for(request)))
-    messages.success(request, "Test event queued; its delivery shows below.")
+    delivery, error = call_service(
+        lambda: webhook_test_send(webhook=webhook, actor=actor_for(request))
+    )
+    if error:
+        messages.error(request, error)
+    else:
+        delivery_toast(request, delivery, "Test event queued; its delivery shows below.")
     return redirect_back("reviews:webhooks_detail", pk)
 
 
@@ -193,9 +208,41 @@ def webhooks_redeliver(request, pk: int, delivery: int):
     row = delivery_get(webhook=webhook, pk=delivery)
     if row is None:
         raise Http404("No such delivery for this webhook.")
-    _, error = call_service(lambda: delivery_redeliver(delivery=row, actor=actor_for(request)))
+    sent, error = call_service(lambda: delivery_redeliver(delivery=row, actor=actor_for(request)))
     if error:
         messages.error(request, error)
     else:
-        messages.success(request, "Sending it again, with a fresh retry schedule.")
+        delivery_toast(request, sent, "Sending it again, with a fresh retry schedule.")
     return redirect_back("reviews:webhooks_detail", pk)
+
+
+@require_GET
+def webhooks_delivery_toast(request, pk: int, delivery: int):
+    """A followed toast's poll (``reviews.toasts``): no change while an attempt is due now
+    or in flight, then what came back: delivered, failed, or failed with a retry due."""
+    membership = poll_membership(request, "admin")
+    if membership is None:
+        return toast_unchanged()
+    webhook = webhook_get(workspace=membership.workspace, pk=pk)
+    row = webhook and delivery_get(webhook=webhook, pk=delivery)
+    if row is None or webhook is None:
+        return toast_gone()
+    if row.state == DeliveryState.PENDING and row.next_retry_at is None:
+        return toast_unchanged()
+    code = f" (HTTP {row.last_status_code})" if row.last_status_code else ""
+    if row.state == DeliveryState.DELIVERED:
+        level, text = "success", f"{row.event} delivered{code}."
+    elif row.state == DeliveryState.FAILED:
+        level, text = "error", f"{row.event} failed after {row.attempts} attempts{code}."
+    else:
+        level = "warning"
+        when = timezone.localtime(row.next_retry_at)
+        text = f"{row.event}: attempt {row.attempts} failed{code}; next try at {when:%H:%M}."
+    link = reverse("reviews:webhooks_detail", args=[pk])
+    return toast_ended(
+        request,
+        level=level,
+        text=text,
+        link=f"{link}?{urlencode({WORKSPACE_PARAM: membership.workspace.name})}#delivery-log",
+        link_text="See the log",
+    )

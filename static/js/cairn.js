@@ -22,8 +22,10 @@
   function armToasts(root) {
     (root || document).querySelectorAll(".toast:not([data-armed])").forEach(function (toast) {
       toast.setAttribute("data-armed", "");
-      // Errors stay until dismissed; the rest fade after a few seconds.
-      if (!toast.classList.contains("error")) {
+      // Errors stay until dismissed; the rest fade after a few seconds, except a toast
+      // that follows its job (data-follows): it stays until the server says how the job
+      // ended, and that answer replaces it (reviews/toasts.py).
+      if (!toast.classList.contains("error") && !toast.hasAttribute("data-follows")) {
         setTimeout(function () { toast.remove(); }, TOAST_MS);
       }
     });
@@ -122,15 +124,6 @@
   });
   document.addEventListener("DOMContentLoaded", restoreDrafts);
 
-  // A toast about a job ("queued") ends with its job: a finished job's section carries
-  // data-job-done naming the toast's tag.
-  function endJobToasts() {
-    document.querySelectorAll("[data-job-done]").forEach(function (done) {
-      document.querySelectorAll(".toast." + CSS.escape(done.getAttribute("data-job-done"))).forEach(function (t) { t.remove(); });
-    });
-  }
-  document.addEventListener("htmx:afterSettle", endJobToasts);
-  document.addEventListener("DOMContentLoaded", endJobToasts);
   document.addEventListener("htmx:afterSettle", function () { armToasts(); syncChecks(); });
   document.addEventListener("htmx:oobAfterSwap", function () { armToasts(); });
   document.addEventListener("DOMContentLoaded", function () { armToasts(); syncChecks(); });

@@ -71,8 +71,9 @@ def test_the_dashboard_query_count_is_pinned(
     # session, user, membership, 3 counts, the chart's one aggregate, memberships,
     # 4 nav counters (tokens, jobs, delta queues, open contradictions), skill KPIs (3),
     # orphan notices, and memory health: lesson health, review latency, lessons per
-    # day, 2 histograms; situations: turn totals, steps to escalate, known blockers
-    with django_assert_max_num_queries(24):
+    # day, lessons learned / retired (one aggregate, the Lessons filter's rule), 2
+    # histograms; situations: turn totals, steps to escalate, known blockers
+    with django_assert_max_num_queries(25):
         client.get("/dashboard/")
 
 

@@ -125,15 +125,21 @@ def test_it_shows_progress_then_the_certificate(admin, workspace, populated):
     receipt = ErasureReceipt.objects.get()
     queued = admin.get(f"/erasures/{receipt.pk}/").content.decode()
     assert "hx-trigger" in queued and "queued" in queued
-    # The "queued" toast is tagged with its job, and the section says when that job ended.
-    assert f'class="toast job-erasure-{receipt.pk} success"' in queued
-    assert "data-job-done" not in queued
+    # The "queued" toast follows its job: no change while it is queued...
+    toast = f"/jobs/{receipt.job_run_id}/toast/"
+    assert f'hx-get="{toast}"' in queued and "data-follows" in queued
+    assert admin.get(toast, **HX).status_code == 204
     # The worker's part, run here: the same job body the task calls.
     run = JobRun.objects.get(pk=receipt.job_run_id)
     erasure_job(run=run, message={"kind": "entity", "value": "person:sarah_chen"})
     done = admin.get(f"/erasures/{receipt.pk}/", **HX).content.decode()
     assert "Certificate of erasure" in done and "hx-trigger" not in done.split("</section>")[0]
-    assert f'data-job-done="job-erasure-{receipt.pk}"' in done
+    # ... then the toast says how it ended (the task wrapper records the status), and
+    # stops polling.
+    JobRun.objects.filter(pk=run.pk).update(status="succeeded")
+    ended = admin.get(toast, **HX).content.decode()
+    assert f"erasure run #{run.pk} finished." in ended
+    assert "hx-get" not in ended and "queued" not in ended
     receipt.refresh_from_db()
     assert receipt.digest in done
     assert not Knowledge.objects.filter(pk__in=gone.knowledge).exists()

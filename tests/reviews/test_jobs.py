@@ -1,6 +1,9 @@
 """Job runs screen: list with filters, live progress for running jobs, detail."""
 
+from datetime import timedelta
+
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from memory.models import AuditEvent, JobRun
@@ -246,7 +249,7 @@ def test_run_now_queues_the_job_and_shows_it(member_client, workspace):
     assert admin.get("/jobs/run/reconcile/").status_code == 405
 
 
-def test_run_now_needs_the_csrf_token(member_client, workspace, client):
+def test_run_now_needs_the_csrf_token(member_client, workspace):
     admin = member_client(workspace=workspace, role="admin")
     admin.handler.enforce_csrf_checks = True
     assert admin.post("/jobs/run/decay/").status_code == 403
@@ -269,3 +272,63 @@ def test_run_now_describes_each_job_and_prune_needs_a_confirmation(member_client
     # Other jobs run on one click, as before.
     admin.post("/jobs/run/decay/")
     assert JobRun.objects.filter(kind="decay", workspace=workspace).count() == 1
+
+
+def test_the_active_filter_shows_the_runs_the_dashboard_counts(viewer, workspace, settings):
+    settings.CAIRN_UI_ACTIVE_JOB_WINDOW = 5
+    stuck = JobRunFactory(workspace=workspace, status="running")  # beyond the window
+    JobRun.objects.bulk_create(
+        [JobRun(workspace=workspace, kind="decay", status="succeeded") for _ in range(4)]
+    )
+    queued = JobRunFactory(workspace=workspace, status="queued")
+    running = JobRunFactory(workspace=workspace, status="running")
+    dashboard = viewer.get("/dashboard/").content.decode()
+    assert 'data-testid="active-jobs-count">2<' in dashboard
+    assert "/jobs/?status=active" in dashboard
+    html = viewer.get("/jobs/?status=active").content.decode()
+    assert html.count('<tr id="job-') == 2
+    assert f'id="job-{queued.pk}"' in html and f'id="job-{running.pk}"' in html
+    assert f'id="job-{stuck.pk}"' not in html
+    assert '<option value="active" selected>queued or running</option>' in html
+    # The plain status filter still finds the stuck run.
+    assert f'id="job-{stuck.pk}"' in viewer.get("/jobs/?status=running").content.decode()
+
+
+def test_failed_runs_link_to_the_same_days(viewer, workspace):
+    now = timezone.now()
+    for days_ago in (30, 2, 0):
+        run = JobRunFactory(workspace=workspace, status="failed", error="boom")
+        JobRun.objects.filter(pk=run.pk).update(created_at=now - timedelta(days=days_ago))
+    dashboard = viewer.get("/dashboard/").content.decode()
+    assert 'data-testid="failed-runs-count">2<' in dashboard
+    since = (timezone.localdate() - timedelta(days=13)).isoformat()
+    assert f"/jobs/?status=failed&amp;since={since}" in dashboard
+    html = viewer.get(f"/jobs/?status=failed&since={since}").content.decode()
+    assert html.count('<tr id="job-') == 2
+    assert f'value="{since}"' in html  # the filter shows what it applies
+    assert (
+        viewer.get("/jobs/?status=failed&since=not-a-day").content.decode().count('<tr id="job-')
+        == 3
+    )
+
+
+def test_a_run_now_toast_follows_its_run_to_the_end(member_client, workspace):
+    admin = member_client(workspace=workspace, role="admin")
+    page = admin.post("/jobs/run/decay/", follow=True).content.decode()
+    run = JobRun.objects.get(kind="decay")
+    toast = f"/jobs/{run.pk}/toast/"
+    assert f'hx-get="{toast}" hx-trigger="load, every 2s"' in page
+    assert admin.get(toast, **HX).status_code == 204  # queued: the toast stays as it is
+    JobRun.objects.filter(pk=run.pk).update(status="failed", error="Traceback\nValueError: bad")
+    ended = admin.get(toast, **HX)
+    html = ended.content.decode()
+    assert ended.status_code == 200 and 'class="toast error ended"' in html
+    assert f"decay run #{run.pk} failed." in html and "ValueError: bad" in html
+    assert f'href="/jobs/{run.pk}/?ws={workspace.name}"' in html and "hx-get" not in html
+    JobRun.objects.filter(pk=run.pk).update(status="succeeded", error="")
+    assert 'class="toast success ended"' in admin.get(toast, **HX).content.decode()
+    # Another workspace's run: the toast goes; an ended session: no change, no login page.
+    other = JobRunFactory(workspace=WorkspaceFactory(), status="succeeded")
+    gone = admin.get(f"/jobs/{other.pk}/toast/", **HX)
+    assert gone.status_code == 200 and gone.content == b""
+    assert Client().get(toast, **HX).status_code == 204  # logged out

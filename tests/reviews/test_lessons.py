@@ -478,3 +478,28 @@ def test_the_evidence_table_says_who_reported_each_outcome(viewer, workspace, le
     LessonEvidenceFactory(lesson=lesson, outcome=own_word)
     html = viewer.get(f"/lessons/{lesson.pk}/").content.decode()
     assert "harness-verified" in html and "agent&#x27;s own word" in html
+
+
+def test_the_changed_since_filter_is_the_dashboards_rule(viewer, workspace):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.lessons.lifecycle import lesson_retire
+
+    gone = LessonFactory(workspace=workspace, text="Gone.", normalized_text="gone")
+    kept = LessonFactory(workspace=workspace, text="Kept.", normalized_text="kept")
+    lesson_retire(lesson=gone, actor=Actor(kind="person", label="user:ada"), reason="wrong")
+    since = (timezone.localdate() - timedelta(days=29)).isoformat()
+    dashboard = viewer.get("/dashboard/").content.decode()
+    assert f"/lessons/?changed=retired&amp;since={since}" in dashboard
+    assert 'data-testid="retired-count"' in dashboard and ">−1</a>" in dashboard
+    page = viewer.get(f"/lessons/?changed=retired&since={since}").content.decode()
+    assert "<html" in page and '<option value="retired" selected>retired since</option>' in page
+    assert f'id="lesson-{gone.pk}"' in page and f'id="lesson-{kept.pk}"' not in page
+    rows = viewer.get(f"/lessons/?changed=retired&since={since}", **HX).content.decode()
+    assert "<html" not in rows and f'id="lesson-{gone.pk}"' in rows
+    # A day it cannot read falls back to the dashboard's window; an unknown change is ignored.
+    fallback = viewer.get("/lessons/?changed=retired&since=yesterday").content.decode()
+    assert f'value="{since}"' in fallback and f'id="lesson-{kept.pk}"' not in fallback
+    assert f'id="lesson-{kept.pk}"' in viewer.get("/lessons/?changed=born").content.decode()

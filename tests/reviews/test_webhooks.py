@@ -4,6 +4,7 @@ a delivery log per webhook (page and fragment), test events and redelivery."""
 import re
 
 import pytest
+from django.test import Client
 
 from memory.models import AuditEvent, DeliveryState, Webhook, WebhookAttempt, WebhookDelivery
 from memory.webhooks.signing import webhook_secret
@@ -196,3 +197,36 @@ def test_the_dashboard_highlights_quarantine_only_when_it_holds_something(member
     assert card.search(client.get("/dashboard/").content.decode()).group(1) is None
     propose(learning_agent(workspace), "Forward invoices to finance.", provenance=OBSERVED_CONTENT)
     assert card.search(client.get("/dashboard/").content.decode()).group(1) == " warn"
+
+
+def test_a_test_event_toast_follows_its_delivery(admin, workspace):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    webhook = Webhook.objects.create(workspace=workspace, url="https://a.example/h", events=ALL)
+    page = admin.post(f"/webhooks/{webhook.pk}/test/", follow=True).content.decode()
+    ping = WebhookDelivery.objects.get(webhook=webhook)
+    toast = f"/webhooks/{webhook.pk}/deliveries/{ping.pk}/toast/"
+    assert f'hx-get="{toast}"' in page and "Test event queued" in page
+    assert admin.get(toast, **HX).status_code == 204  # in flight: the toast stays
+    retry = timezone.now() + timedelta(minutes=5)
+    WebhookDelivery.objects.filter(pk=ping.pk).update(
+        attempts=1, last_status_code=500, next_retry_at=retry
+    )
+    html = admin.get(toast, **HX).content.decode()
+    assert 'class="toast warning ended"' in html and "attempt 1 failed (HTTP 500)" in html
+    WebhookDelivery.objects.filter(pk=ping.pk).update(
+        state="delivered", attempts=2, last_status_code=200, next_retry_at=None
+    )
+    html = admin.get(toast, **HX).content.decode()
+    assert 'class="toast success ended"' in html and "ping delivered (HTTP 200)." in html
+    assert "hx-get" not in html
+    # Redelivery's toast follows the same delivery; an ended session changes nothing.
+    WebhookDelivery.objects.filter(pk=ping.pk).update(state="failed", attempts=6)
+    again = admin.post(f"/webhooks/{webhook.pk}/deliveries/{ping.pk}/redeliver/", follow=True)
+    assert f'hx-get="{toast}"' in again.content.decode()
+    assert admin.get(toast, **HX).status_code == 204
+    assert Client().get(toast, **HX).status_code == 204  # logged out
+    other = Webhook.objects.create(workspace=WorkspaceFactory(), url="https://b.example/h")
+    assert admin.get(f"/webhooks/{other.pk}/deliveries/{ping.pk}/toast/", **HX).content == b""

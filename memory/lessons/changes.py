@@ -1,0 +1,78 @@
+"""Lessons learned or retired since a day: one rule for the dashboard's numbers and the
+Lessons filter they link to, so a number is the rows its link shows.
+
+- *learned*: the current row of every lineage that was created (``lesson.create``, an
+  agent's post) or learned (``lesson.learn``, the loop) since the day, as the audit log
+  says; an edit or a merge since then moves the lesson to its current row, counted once.
+- *retired*: current rows retired since the day and still retired (a restored lesson is
+  no longer a retired one).
+
+Both are current rows only, as the Lessons list shows.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.expressions import RawSQL
+
+from memory.core.selectors import day_start
+from memory.models import AuditEvent, Lesson, LessonState, Workspace
+
+LEARNED_ACTIONS = ("lesson.create", "lesson.learn")
+RETIRED_ACTIONS = ("lesson.retire",)
+CHANGES = ("learned", "retired")
+
+# From each lesson the audit log says was created or learned since the day, follow
+# superseded_by to the lineage's current row.
+_LEARNED_HEADS_SQL = """
+WITH RECURSIVE walk(id, next_id) AS (
+    SELECT l.id, l.superseded_by_id FROM {lesson} l
+    WHERE l.workspace_id = %s AND l.id IN (
+        SELECT a.target_id::bigint FROM {audit} a
+        WHERE a.workspace_id = %s AND a.created_at >= %s AND a.target_type = 'lesson'
+          AND a.action = ANY(%s) AND a.target_id ~ '^[0-9]{{1,18}}$'
+    )
+    UNION
+    SELECT l.id, l.superseded_by_id FROM {lesson} l JOIN walk w ON l.id = w.next_id
+)
+SELECT id FROM walk WHERE next_id IS NULL
+"""
+
+
+def lesson_change_q(*, workspace: Workspace, change: str, since: date | datetime) -> Q:
+    """The condition on current lesson rows for ``change`` since ``since`` (a day, or an
+    instant)."""
+    if not isinstance(since, datetime):
+        since = day_start(since)
+    if change == "learned":
+        sql = _LEARNED_HEADS_SQL.format(
+            lesson=Lesson._meta.db_table, audit=AuditEvent._meta.db_table
+        )
+        return Q(id__in=RawSQL(sql, (workspace.pk, workspace.pk, since, list(LEARNED_ACTIONS))))
+    if change == "retired":
+        return Q(state=LessonState.RETIRED, retired_at__gte=since)
+    raise ValueError(f"unknown lesson change {change!r}")
+
+
+def lessons_changed_since(*, workspace: Workspace, change: str, since: date) -> QuerySet[Lesson]:
+    """Current lessons ``change``d ("learned" or "retired") since the start of ``since``."""
+    return Lesson.objects.filter(
+        lesson_change_q(workspace=workspace, change=change, since=since),
+        workspace=workspace,
+        superseded_by__isnull=True,
+    )
+
+
+def lesson_change_counts(*, workspace: Workspace, since: date) -> dict[str, int]:
+    """How many rows each of ``lessons_changed_since``'s filters holds: one query."""
+    start = day_start(since)
+    return Lesson.objects.filter(workspace=workspace, superseded_by__isnull=True).aggregate(
+        **{
+            change: Count(
+                "id", filter=lesson_change_q(workspace=workspace, change=change, since=start)
+            )
+            for change in CHANGES
+        }
+    )
