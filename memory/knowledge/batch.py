@@ -7,7 +7,7 @@ one walked through the HNSW index per item, with the distance cut-off that the
 dedup rules imply); Python applies the dedup rules (dedup.py) against those rows
 and the batch's own earlier items (one matrix product finds the close pairs); the
 merge targets are locked in id order; then one INSERT adds the new rows and one
-UPDATE writes the merged ones. Each vector is formatted once for both statements.
+UPDATE writes the merged ones. The vectors travel in binary.
 
 Batches holding an error item with an ``operation_key``, or items without a vector
 (the embedder was down), take the item-by-item path, which handles those cases.
@@ -43,7 +43,6 @@ from memory.knowledge.remember import (
     scope_digest,
 )
 from memory.knowledge.validation import embed_missing, knowledge_prepare
-from memory.knowledge.vector_search import vector_literal
 from memory.models import PRIVILEGED_CATEGORIES, Category, Knowledge, Workspace
 
 
@@ -61,8 +60,7 @@ def _store_many(
             "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(%s::bigint[]) AS k",
             [sorted({scope_digest(workspace, p) for p in prepared})],
         )
-    vectors = [vector_literal(p.embedding) for p in prepared]
-    candidates = batch_candidates(workspace, prepared, vectors)
+    candidates = batch_candidates(workspace, prepared)
     min_sim = settings.CAIRN_DEDUP_MIN_SIMILARITY
     # Which earlier items of the batch each one is close enough to (one matrix product).
     units = np.stack([_unit(p.embedding) for p in prepared])
@@ -137,15 +135,7 @@ def _store_many(
             merge_into(new_rows[target[1]], p)
         else:
             merge_into(rows[target[1]], p)
-    # Each new row's vector as text, once: the one it was built with, or the fuller
-    # wording's that a later batch item merged into it.
-    literal = {id(p.embedding): v for p, v in zip(prepared, vectors, strict=True)}
-    inserted = list(new_rows.values())
-    insert_new(
-        inserted,
-        [literal.get(id(r.embedding)) or vector_literal(r.embedding) for r in inserted],
-        [prepared[i].observed_at for i in new_rows],
-    )
+    insert_new(list(new_rows.values()), [prepared[i].observed_at for i in new_rows])
     if rows:
         now = timezone.now()
         for row in rows.values():

@@ -2,8 +2,8 @@
 in one statement, and every new row in one INSERT.
 
 Both take the batch as columns (one array a field, ``unnest`` on the server), so a
-batch of 100 costs two statements whatever its size, and the vectors travel once,
-in pgvector's compact text form (``vector_literal``), shared by both statements.
+batch of 100 costs two statements whatever its size; the vectors travel as one
+binary ``vector[]`` (``vector_search.vectors_param``), never as text.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from django.utils import timezone
 from memory.knowledge.dedup import Candidate
 from memory.knowledge.prepared import Prepared
 from memory.knowledge.selectors import json_value
-from memory.knowledge.vector_search import set_vector_search
+from memory.knowledge.vector_search import set_vector_search, vectors_param
 from memory.models import Knowledge, KnowledgeStatus, Workspace
 
 _SCOPE = """k.workspace_id = %(workspace_id)s AND k.category = {q}.category
@@ -33,7 +33,7 @@ _SCOPE = """k.workspace_id = %(workspace_id)s AND k.category = {q}.category
 _CANDIDATES_SQL = f"""
     WITH q AS MATERIALIZED (
         SELECT * FROM unnest(%(idx)s::int[], %(category)s::text[], %(context)s::text[],
-                             %(entity)s::text[], %(vec)s::text[]::vector[])
+                             %(entity)s::text[], %(vec)s::vector[])
              AS q(i, category, context, entity, vec)
     ),
     scopes AS MATERIALIZED (
@@ -73,18 +73,15 @@ _CANDIDATES_SQL = f"""
 """
 
 
-def batch_candidates(
-    workspace: Workspace, prepared: list[Prepared], vectors: list[str]
-) -> dict[int, list[Candidate]]:
+def batch_candidates(workspace: Workspace, prepared: list[Prepared]) -> dict[int, list[Candidate]]:
     """{item index: its stored dedup candidates}: the rows of its scope with a vector
     of the same model at least CAIRN_DEDUP_MIN_SIMILARITY close, the nearest
-    CAIRN_DEDUP_CANDIDATES of them. ``vectors`` are the items' ``vector_literal``\\ s."""
+    CAIRN_DEDUP_CANDIDATES of them, nearest first."""
     params = {
         "idx": list(range(len(prepared))),
         "category": [p.category for p in prepared],
         "context": [p.context for p in prepared],
         "entity": [p.entity for p in prepared],
-        "vec": vectors,
         "workspace_id": workspace.pk,
         "emodel": prepared[0].embedding_model,
         "cap": settings.CAIRN_DEDUP_CANDIDATES,
@@ -96,6 +93,7 @@ def batch_candidates(
         set_vector_search(
             cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, settings.CAIRN_DEDUP_CANDIDATES)
         )
+        params["vec"] = vectors_param(cursor, [p.embedding for p in prepared])
         cursor.execute(_CANDIDATES_SQL, params)
         for i, pk, content, category, sealed, pinned, metadata, sim in cursor.fetchall():
             out.setdefault(i, []).append(
@@ -117,7 +115,7 @@ _INSERT_SQL = """
     )
     SELECT r.workspace_id, r.agent_id, r.channel, r.content, r.category, r.domain,
            r.entity, r.context, r.sensitive, r.source, r.confidence, 0, r.metadata::jsonb,
-           r.due_at, r.operation_key, r.pinned, r.sealed, %(status)s, r.embedding::vector,
+           r.due_at, r.operation_key, r.pinned, r.sealed, %(status)s, r.embedding,
            r.embedding_model, %(now)s, r.observed_at, %(now)s
     FROM unnest(
         %(workspace_id)s::bigint[], %(agent_id)s::bigint[], %(channel)s::text[],
@@ -125,7 +123,7 @@ _INSERT_SQL = """
         %(context)s::text[], %(sensitive)s::boolean[], %(source)s::text[],
         %(confidence)s::float8[], %(metadata)s::text[], %(due_at)s::timestamptz[],
         %(operation_key)s::text[], %(pinned)s::boolean[], %(sealed)s::boolean[],
-        %(embedding)s::text[], %(embedding_model)s::text[], %(observed_at)s::timestamptz[]
+        %(embedding)s::vector[], %(embedding_model)s::text[], %(observed_at)s::timestamptz[]
     ) WITH ORDINALITY AS r(
         workspace_id, agent_id, channel, content, category, domain, entity, context,
         sensitive, source, confidence, metadata, due_at, operation_key, pinned, sealed,
@@ -136,14 +134,11 @@ _INSERT_SQL = """
 """
 
 
-def insert_new(
-    rows: list[Knowledge], vectors: list[str | None], observed_at: list[datetime | None]
-) -> None:
+def insert_new(rows: list[Knowledge], observed_at: list[datetime | None]) -> None:
     """Insert unsaved rows (``remember.new_item``, merges applied) in one statement,
     in order, and give each its id, as ``bulk_create`` would.
 
-    ``vectors`` holds each row's embedding as ``vector_literal`` text (None: no vector),
-    ``observed_at`` the time each writer gave (None: none given). Rows inserted
+    ``observed_at`` is the time each writer gave (None: none given). Rows inserted
     together share one ``created_at`` (and ``observed_at`` when the writer gave
     none): they arrived in one request.
     """
@@ -169,11 +164,11 @@ def insert_new(
         "operation_key": [r.operation_key for r in rows],
         "pinned": [bool(r.pinned) for r in rows],
         "sealed": [bool(r.sealed) for r in rows],
-        "embedding": vectors,
         "embedding_model": [r.embedding_model for r in rows],
         "observed_at": [given or now for given in observed_at],
     }
     with connection.cursor() as cursor:
+        params["embedding"] = vectors_param(cursor, [r.embedding for r in rows])
         cursor.execute(_INSERT_SQL, params)
         ids = [row[0] for row in cursor.fetchall()]
     for row, pk, given in zip(rows, ids, observed_at, strict=True):

@@ -15,7 +15,7 @@ from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.batch_sql import batch_candidates
 from memory.knowledge.remember import knowledge_remember
 from memory.knowledge.validation import embed_missing, knowledge_prepare
-from memory.knowledge.vector_search import vector_literal
+from memory.knowledge.vector_search import vector_literal, vectors_param
 from memory.models import Knowledge
 from tests.factories.identity import AgentFactory, WorkspaceFactory
 from tests.factories.knowledge import KnowledgeFactory
@@ -90,6 +90,28 @@ def test_a_vector_reads_back_as_itself():
     assert len(text) < 0.75 * len(as_repr)
 
 
+@pytest.mark.parametrize("missing", [False, True])
+def test_vectors_travel_whole_in_one_parameter(db, missing):
+    from django.db import connection
+
+    vectors = get_embedder().embed(["Ivo lives in Lima", "Farah dislikes morning standups"])
+    if missing:
+        vectors = [vectors[0], None, vectors[1]]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT v::text FROM unnest(%s::vector[]) WITH ORDINALITY AS t(v, i) ORDER BY i",
+            [vectors_param(cursor, vectors)],
+        )
+        back = [row[0] for row in cursor.fetchall()]
+    assert len(back) == len(vectors)
+    for sent, text in zip(vectors, back, strict=True):
+        if sent is None:
+            assert text is None
+        else:
+            read = np.array(text[1:-1].split(","), dtype=np.float32)
+            assert np.array_equal(read, np.asarray(sent, dtype=np.float32))
+
+
 def _prepared(actor, texts, **fields):
     prepared = [knowledge_prepare(actor=actor, content=t, **fields) for t in texts]
     embed_missing(prepared)
@@ -111,9 +133,7 @@ def test_candidates_are_the_close_rows_of_each_items_own_scope(workspace, as_age
     KnowledgeFactory(content="Sarah likes green tea")  # another workspace
     prepared = _prepared(as_agent, ["Sarah likes green tea a lot", "Deploys happen at night"])
     with override_settings(CAIRN_RECALL_EXACT_BELOW=exact_below):
-        found = batch_candidates(
-            workspace, prepared, [vector_literal(p.embedding) for p in prepared]
-        )
+        found = batch_candidates(workspace, prepared)
     contents = [c.content for c in found[0]]
     assert set(contents) == {"Sarah likes green tea", "Sarah likes green tea in the morning"}
     assert [c.similarity for c in found[0]] == sorted(
@@ -132,8 +152,7 @@ def test_candidates_stop_at_the_cap_keeping_the_nearest(workspace, as_agent):
             content="User prefers dark mode" + " in the editor" * (n % 2) + " today" * (n // 2),
         )
     prepared = _prepared(as_agent, ["User prefers dark mode"])
-    vectors = [vector_literal(p.embedding) for p in prepared]
-    exact = batch_candidates(workspace, prepared, vectors)[0]
+    exact = batch_candidates(workspace, prepared)[0]
     assert len(exact) == 3
     assert exact[0].content == "User prefers dark mode"  # the same text is the nearest
 
