@@ -2,10 +2,12 @@
 
 One model call embeds the batch; the dedup scopes are locked in one statement (in
 key order, so two batches cannot deadlock); one statement reads every item's dedup
-candidates (a LATERAL walk of the HNSW index per item, with the distance cut-off
-that the dedup rules imply); Python applies the dedup rules (dedup.py) against
-those rows and the batch's own earlier items; the merge targets are locked in id
-order; then one INSERT adds the new rows and one UPDATE writes the merged ones.
+candidates (batch_sql.py: a small scope read exactly for the whole batch, a large
+one walked through the HNSW index per item, with the distance cut-off that the
+dedup rules imply); Python applies the dedup rules (dedup.py) against those rows
+and the batch's own earlier items (one matrix product finds the close pairs); the
+merge targets are locked in id order; then one INSERT adds the new rows and one
+UPDATE writes the merged ones. The vectors travel in binary.
 
 Batches holding an error item with an ``operation_key``, or items without a vector
 (the embedder was down), take the item-by-item path, which handles those cases.
@@ -23,8 +25,8 @@ from django.utils import timezone
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.validation import bad_request, prefix_fields
+from memory.knowledge.batch_sql import batch_candidates, insert_new
 from memory.knowledge.dedup import (
-    Candidate,
     content_words,
     is_restatement,
     is_turn,
@@ -40,58 +42,8 @@ from memory.knowledge.remember import (
     new_item,
     scope_digest,
 )
-from memory.knowledge.selectors import json_value
 from memory.knowledge.validation import embed_missing, knowledge_prepare
-from memory.knowledge.vector_search import set_vector_search, vector_literal
 from memory.models import PRIVILEGED_CATEGORIES, Category, Knowledge, Workspace
-
-_CANDIDATES_SQL = """
-    SELECT q.i, c.id, c.content, c.category, c.sealed, c.pinned, c.metadata, c.sim
-    FROM unnest(%(idx)s::int[], %(category)s::text[], %(context)s::text[],
-                %(entity)s::text[], %(vec)s::text[]::vector[])
-         AS q(i, category, context, entity, vec)
-    CROSS JOIN LATERAL (
-        SELECT k.id, k.content, k.category, k.sealed, k.pinned, k.metadata,
-               1 - (k.embedding <=> q.vec) AS sim
-        FROM memory_knowledge k
-        WHERE k.workspace_id = %(workspace_id)s AND k.category = q.category
-          AND k.context = q.context AND k.entity = q.entity
-          AND k.status = 'active' AND k.superseded_by_id IS NULL
-          AND k.embedding IS NOT NULL AND k.embedding_model = %(emodel)s
-        ORDER BY k.embedding <=> q.vec
-        LIMIT %(cap)s
-    ) c
-    WHERE c.sim >= %(min_sim)s
-"""
-
-
-def _candidates(workspace: Workspace, prepared: list[Prepared]) -> dict[int, list[Candidate]]:
-    """Every item's stored dedup candidates, in one statement."""
-    model = prepared[0].embedding_model
-    params = {
-        "idx": list(range(len(prepared))),
-        "category": [p.category for p in prepared],
-        "context": [p.context for p in prepared],
-        "entity": [p.entity for p in prepared],
-        "vec": [vector_literal(p.embedding) for p in prepared],
-        "workspace_id": workspace.pk,
-        "emodel": model,
-        "cap": settings.CAIRN_DEDUP_CANDIDATES,
-        "min_sim": settings.CAIRN_DEDUP_MIN_SIMILARITY,
-    }
-    out: dict[int, list[Candidate]] = {}
-    with connection.cursor() as cursor:
-        set_vector_search(
-            cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, settings.CAIRN_DEDUP_CANDIDATES)
-        )
-        cursor.execute(_CANDIDATES_SQL, params)
-        for i, pk, content, category, sealed, pinned, metadata, sim in cursor.fetchall():
-            out.setdefault(i, []).append(
-                Candidate(
-                    pk, content, category, sealed, pinned, json_value(metadata) or {}, float(sim)
-                )
-            )
-    return out
 
 
 def _unit(vector) -> np.ndarray:
@@ -108,9 +60,11 @@ def _store_many(
             "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(%s::bigint[]) AS k",
             [sorted({scope_digest(workspace, p) for p in prepared})],
         )
-    candidates = _candidates(workspace, prepared)
-    units = [_unit(p.embedding) for p in prepared]
+    candidates = batch_candidates(workspace, prepared)
     min_sim = settings.CAIRN_DEDUP_MIN_SIMILARITY
+    # Which earlier items of the batch each one is close enough to (one matrix product).
+    units = np.stack([_unit(p.embedding) for p in prepared])
+    close = (units @ units.T) >= min_sim
     # Per item: ("db", pk, overlap) | ("batch", j, overlap) | ("new",)
     plan: list[tuple] = []
     texts: dict[tuple[str, Any], tuple[str, frozenset[str]]] = {}  # current wording
@@ -135,13 +89,11 @@ def _store_many(
                     key = (score, -row.pk, ("db", row.pk, score))
                     if best is None or key[:2] > best[:2]:
                         best = key
-            for j in range(i):
+            for j in np.flatnonzero(close[i, :i]).tolist():
                 q = prepared[j]
                 if plan[j][0] != "new" or is_turn(q.metadata):
                     continue
                 if (q.category, q.context, q.entity) != (p.category, p.context, p.entity):
-                    continue
-                if float(units[i] @ units[j]) < min_sim:
                     continue
                 content, words = texts.get(("batch", j)) or (q.content, q.words)
                 score = overlap_coefficient(p.words, words)
@@ -183,7 +135,7 @@ def _store_many(
             merge_into(new_rows[target[1]], p)
         else:
             merge_into(rows[target[1]], p)
-    Knowledge.objects.bulk_create(list(new_rows.values()))
+    insert_new(list(new_rows.values()), [prepared[i].observed_at for i in new_rows])
     if rows:
         now = timezone.now()
         for row in rows.values():

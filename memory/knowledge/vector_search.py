@@ -7,13 +7,117 @@ all search this way."""
 
 from __future__ import annotations
 
+import functools
+import struct
+
+import numpy as np
 from django.conf import settings
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
+
+@functools.lru_cache(maxsize=4)
+def _vector_format(dimensions: int) -> str:
+    return "[" + ",".join(["%.9g"] * dimensions) + "]"
 
 
 def vector_literal(vector) -> str:
-    """pgvector's text form, for a ``%s::vector`` parameter."""
-    values = vector.tolist() if hasattr(vector, "tolist") else vector
-    return "[" + ",".join(map(repr, map(float, values))) + "]"
+    """pgvector's text form, for a ``%s::vector`` parameter.
+
+    Nine significant digits: every float32 (what pgvector stores) reads back as
+    itself, in a third of the time and two thirds of the text that ``repr`` of
+    its float64 takes (about 0.35 ms a 384-dimension vector instead of 1 ms).
+    """
+    values = vector.tolist() if hasattr(vector, "tolist") else list(vector)
+    return _vector_format(len(values)) % tuple(values)
+
+
+class VectorArray:
+    """Many vectors as one ``vector[]`` parameter: sent in PostgreSQL's binary array
+    form (``data``); written out as text only where a statement is shown (the debug
+    log of the SQL run)."""
+
+    __slots__ = ("data", "vectors")
+
+    def __init__(self, data: bytes, vectors: list):
+        self.data, self.vectors = data, vectors
+
+
+# The oid of pgvector's type, by database (it is the extension's, fixed once created).
+_VECTOR_OIDS: dict[str, tuple[int, int]] = {}
+
+
+def _binary_array(vectors: list, element_oid: int) -> bytes:
+    """The wire form of a one-dimensional ``vector[]``: a header, then each element
+    as its length and pgvector's binary form (dimensions, 0, big-endian float4s);
+    NULL for a missing vector. Built by numpy, not float by float."""
+    n = len(vectors)
+    if not n:
+        return struct.pack(">iii", 0, 0, element_oid)
+    present = [v for v in vectors if v is not None]
+    sizes = {len(v) for v in present}
+    header = struct.pack(">iiiii", 1, int(len(present) < n), element_oid, n, 1)
+    if len(present) == n and len(sizes) == 1:
+        dims = sizes.pop()
+        rows = np.empty(
+            n, dtype=[("len", ">i4"), ("dim", ">u2"), ("unused", ">u2"), ("v", ">f4", (dims,))]
+        )
+        rows["len"], rows["dim"], rows["unused"] = 4 + 4 * dims, dims, 0
+        rows["v"] = np.asarray(vectors, dtype=np.float32)
+        return header + rows.tobytes()
+    parts = [header]
+    for v in vectors:
+        if v is None:
+            parts.append(struct.pack(">i", -1))
+        else:
+            values = np.asarray(v, dtype=">f4")
+            parts.append(struct.pack(">iHH", 4 + 4 * len(values), len(values), 0))
+            parts.append(values.tobytes())
+    return b"".join(parts)
+
+
+def vectors_param(cursor, vectors: list):
+    """Many vectors (None for none) as one parameter, for ``%s::vector[]``.
+
+    When the server binds parameters (``CAIRN_DB_PREPARE``, the default) they travel
+    in binary, built in microseconds; formatting a 384-dimension vector as text and
+    parsing it back costs about 0.5 ms, which a batch of 100 short items paid twice
+    (its dedup read and its insert). Otherwise, pgvector's text form.
+    """
+    if not cursor.db.settings_dict["OPTIONS"].get("server_side_binding"):
+        return [None if v is None else vector_literal(v) for v in vectors]
+    name = cursor.db.settings_dict["NAME"]
+    if name not in _VECTOR_OIDS:
+        cursor.execute("SELECT 'vector'::regtype::oid, 'vector[]'::regtype::oid")
+        _VECTOR_OIDS[name] = cursor.fetchone()
+    element_oid, array_oid = _VECTOR_OIDS[name]
+    text = type("VectorArrayText", (_VectorArrayText,), {"oid": array_oid})
+    binary = type("VectorArrayBinary", (_VectorArrayBinary,), {"oid": array_oid})
+    # On the cursor that runs the statement, and on its connection, whose cursors show
+    # statements with their values (Django's query log); binary last: it is the one
+    # a ``%s`` placeholder takes.
+    for adapters in (cursor.db.connection.adapters, cursor.cursor.adapters):
+        adapters.register_dumper(VectorArray, text)
+        adapters.register_dumper(VectorArray, binary)
+    return VectorArray(_binary_array(vectors, element_oid), vectors)
+
+
+class _VectorArrayBinary(Dumper):
+    format = Format.BINARY
+
+    def dump(self, obj: VectorArray) -> bytes:
+        return obj.data
+
+
+class _VectorArrayText(Dumper):
+    format = Format.TEXT
+
+    def dump(self, obj: VectorArray) -> bytes:
+        return (
+            "{"
+            + ",".join("NULL" if v is None else f'"{vector_literal(v)}"' for v in obj.vectors)
+            + "}"
+        ).encode()
 
 
 # For the current transaction: each prepared search statement planned for its values.

@@ -152,6 +152,58 @@ def test_a_batch_with_one_bad_item_stores_nothing_and_names_it(api):
     assert not Knowledge.objects.exists()
 
 
+def _batch(n: int, tag: str) -> dict:
+    return {
+        "items": [{"content": f"Hana prefers squash merges on {tag} project {i}"} for i in range(n)]
+    }
+
+
+def test_a_retried_batch_is_answered_from_its_key_and_stores_nothing_twice(api):
+    body = _batch(100, "the retried")
+    first = api.post(URL + "batch/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-1")
+    assert first.status_code == 201 and first.json()["created"] == 100
+    again = api.post(URL + "batch/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-1")
+    assert again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    assert Knowledge.objects.count() == 100
+    ids = [r["id"] for r in first.json()["results"]]
+    assert sorted(Knowledge.objects.values_list("id", flat=True)) == sorted(ids)
+
+
+def test_a_batch_that_failed_midway_stores_everything_once_on_retry(api):
+    """The database refuses the 61st row of the batch's INSERT: nothing of the batch
+    is kept and the key is not used up, so the retry stores all 100 items, once."""
+    from django.db import connection
+
+    body = _batch(100, "the failing")
+    body["items"][60]["content"] += " (the disk fills here)"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION test_refuse_row() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN IF NEW.content LIKE '%(the disk fills here)' THEN "
+            "RAISE EXCEPTION 'could not extend file'; END IF; RETURN NEW; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER test_refuse_row BEFORE INSERT ON memory_knowledge "
+            "FOR EACH ROW EXECUTE FUNCTION test_refuse_row()"
+        )
+    api.raise_request_exception = False
+    failed = api.post(URL + "batch/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-2")
+    assert failed.status_code == 500
+    assert not Knowledge.objects.exists()
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER test_refuse_row ON memory_knowledge")
+    retried = api.post(URL + "batch/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-2")
+    assert retried.status_code == 201 and "Idempotent-Replayed" not in retried
+    assert retried.json()["created"] == 100
+    stored = list(Knowledge.objects.values_list("content", flat=True))
+    assert sorted(stored) == sorted(item["content"] for item in body["items"])
+    replayed = api.post(URL + "batch/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-2")
+    assert replayed["Idempotent-Replayed"] == "true"
+    assert Knowledge.objects.count() == 100
+
+
 # --------------------------------------------------------------------------- GET list
 
 
