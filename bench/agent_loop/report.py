@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from .experiment import METRICS
 
-COLORS = {"none": "#888888", "recency": "#1f77b4", "self_report": "#d62728", "cairn": "#2ca02c"}
+COLORS = {
+    "none": "#888888",
+    "recency": "#1f77b4",
+    "self_report": "#d62728",
+    "cairn": "#2ca02c",
+    "cairn_lessons": "#9467bd",
+    "cairn@heldout": "#98df8a",
+    "self_report@heldout": "#ff9896",
+}
 
 
 def fmt(entry: dict) -> str:

@@ -82,7 +82,7 @@ def main(argv=None) -> int:
         from common import free_port, gunicorn_start, setup_django
 
         setup_django()
-        server, url = gunicorn_start(free_port())
+        server, url = gunicorn_start(free_port(), settings="server_settings")
     else:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
         import django
