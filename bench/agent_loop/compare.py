@@ -53,11 +53,34 @@ def table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge(results: list[dict]) -> dict:
+    """One result from runs of the same command split by policy (same seeds and
+    parameters; each policy and seed is independent of the others, so the numbers are
+    the ones a single run gives). Wall time: the longest part (they ran in parallel)."""
+    first = results[0]
+    for other in results[1:]:
+        if other["seeds"] != first["seeds"] or other["params"] != first["params"]:
+            raise SystemExit("merge: the runs differ in seeds or parameters")
+    merged = {**first, "policies": {}}
+    for result in results:
+        merged["policies"].update(result["policies"])
+    merged["wall_s"] = max(r.get("wall_s", 0) for r in results)
+    return merged
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("json", nargs="?", default=str(ROOT / "bench/results/agent_loop.json"))
     ap.add_argument("--out", default=str(ROOT / "bench/results/agent_loop_attacks.md"))
+    ap.add_argument("--merge", nargs="+", default=None,
+                    help="first merge these partial runs into JSON (and its .md/.svg)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.merge:
+        from bench.agent_loop.run import write
+
+        merged = merge([json.loads(Path(f).read_text()) for f in args.merge])
+        prefix = args.json.removesuffix(".json")
+        write(argparse.Namespace(json=None, out=prefix), merged, merged["wall_s"])
     text = table(json.loads(Path(args.json).read_text()))
     Path(args.out).write_text(text)
     print(text)
