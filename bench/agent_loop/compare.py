@@ -53,17 +53,28 @@ def table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+ORDER = ("none", "recency", "self_report", "cairn", "cairn_lessons", "cairn@heldout",
+         "self_report@heldout")  # fmt: skip
+
+
 def merge(results: list[dict]) -> dict:
-    """One result from runs of the same command split by policy (same seeds and
+    """One result from runs of the same command split by policy or by seed (same
     parameters; each policy and seed is independent of the others, so the numbers are
     the ones a single run gives). Wall time: the longest part (they ran in parallel)."""
-    first = results[0]
-    for other in results[1:]:
-        if other["seeds"] != first["seeds"] or other["params"] != first["params"]:
-            raise SystemExit("merge: the runs differ in seeds or parameters")
-    merged = {**first, "policies": {}}
-    for result in results:
-        merged["policies"].update(result["policies"])
+    from dataclasses import fields
+
+    from bench.agent_loop.agent import AgentParams
+    from bench.agent_loop.experiment import RunParams, summarize
+
+    params = results[0]["params"]
+    if any(r["params"] != params for r in results):
+        raise SystemExit("merge: the runs differ in their parameters")
+    rows = {(r["policy"], r["seed"]): r for result in results for r in result["rows"]}
+    names = {name for name, _ in rows}
+    policies = [n for n in ORDER if n in names] + sorted(names - set(ORDER))
+    rp = RunParams(**{f.name: params[f.name] for f in fields(RunParams)})
+    ap = AgentParams(**{f.name: params[f.name] for f in fields(AgentParams)})
+    merged = summarize(list(rows.values()), rp, ap, policies)
     merged["wall_s"] = max(r.get("wall_s", 0) for r in results)
     return merged
 

@@ -193,23 +193,36 @@ def interval(values: list[float]) -> dict:
 
 
 def run(
-    rp: RunParams, ap: AgentParams, provision, policies=POLICIES, log=print, on_seed=None
+    rp: RunParams,
+    ap: AgentParams,
+    provision,
+    policies=POLICIES,
+    log=print,
+    on_seed=None,
+    seed_list=None,
 ) -> dict:
-    """Every policy on seeds 0..seeds-1; ``on_seed(partial)`` after each seed (a long
-    run interrupted keeps the seeds it finished)."""
+    """Every policy on seeds 0..seeds-1 (or ``seed_list``, a share of them for one of
+    several processes); ``on_seed(partial)`` after each seed (a long run interrupted
+    keeps the seeds it finished). Each (policy, seed) is independent of the others."""
     rows = []
-    for seed in range(rp.seeds):
+    seeds = list(range(rp.seeds)) if seed_list is None else list(seed_list)
+    for seed in seeds:
         for name in policies:
             rows.append(run_one(name, seed, rp, ap, provision))
             log(f"seed {seed} {name}: success {rows[-1]['success_rate']:.2f} "
                 f"steps {rows[-1]['failed_steps_per_task']:.2f}")  # fmt: skip
         if on_seed is not None:
-            on_seed(summarize(rows, seed + 1, rp, ap, policies))
-    return summarize(rows, rp.seeds, rp, ap, policies)
+            on_seed(summarize(rows, rp, ap, policies))
+    return summarize(rows, rp, ap, policies)
 
 
-def summarize(rows: list[dict], seeds: int, rp: RunParams, ap: AgentParams, policies) -> dict:
+def summarize(rows: list[dict], rp: RunParams, ap: AgentParams, policies) -> dict:
+    """Means and intervals per policy; ``rows`` (one per policy and seed) are kept so
+    that runs split by seed or policy merge into the same numbers (compare.py)."""
+    seeds = len({r["seed"] for r in rows})
     out: dict = {"policies": {}, "seeds": seeds, "params": {**asdict(rp), **asdict(ap)}}
+    out["seed_list"] = sorted({r["seed"] for r in rows})
+    out["rows"] = rows
     for name in policies:
         mine = [r for r in rows if r["policy"] == name]
         if not mine:
