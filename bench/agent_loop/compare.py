@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.agent_loop.report import fmt  # noqa: E402
+from bench.agent_loop.report import fmt, seed_counts  # noqa: E402
 
 SHOWN = ("injection", "exposure", "attack_success", "attack_stopped_at_check",
          "poison_served_as_earned")  # fmt: skip
@@ -40,6 +40,7 @@ def table(result: dict) -> str:
         "Held-out: the twelve in `attacks_heldout.py` (written without reading the rules; "
         "never used to tune them). Means with 95% intervals over seeds (t).",
         "",
+        *seed_counts(result),
         "| policy | metric | dev | held-out |",
         "|---|---|---|---|",
     ]
