@@ -28,7 +28,7 @@ from bench.agent_loop.attacks_heldout import HELDOUT  # noqa: E402
 from bench.agent_loop.policies import Policy, run_task  # noqa: E402
 from bench.agent_loop.world import ATTACKS, Project, build_families  # noqa: E402
 
-POLICIES = ("none", "recency", "self_report", "cairn", "cairn@heldout")
+POLICIES = ("none", "recency", "self_report", "cairn")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -83,12 +83,7 @@ def test_the_quick_run_writes_every_metric_and_cairn_holds_its_directions(
     # ... and Cairn never does: an unrelated passing test earns stored text nothing
     assert cairn["poison_served_as_earned"] == 0
     assert none["attack_success"] == 0 and none["exposure"] == 0
-    # held-out planted text (never used to write the rules): whatever gets through,
-    # none of it is served as earned and the agent's wrong lessons stay unserved
-    heldout = result["policies"]["cairn@heldout"]
-    assert heldout["poison_served_as_earned"] == 0
-    assert heldout["wrong_lesson_persistence"] == 0
-    assert "attack_stopped_at_check" in heldout
+    assert "attack_stopped_at_check" in cairn
     # after the change, the lesson for the approach that broke can only lose ground
     assert cairn["stale_strength_at_change"] > 0
     assert cairn["stale_strength_at_end"] <= cairn["stale_strength_at_change"]
