@@ -193,7 +193,9 @@ def gunicorn_start(
     import httpx
 
     env = {**os.environ, "CAIRN_DATABASE_NAME": database,
-           "DJANGO_SETTINGS_MODULE": settings, "CAIRN_REDIS_DB": "2",
+           "DJANGO_SETTINGS_MODULE": settings,
+           # CAIRN_BENCH_REDIS_DB: a second bench run in parallel (own database too)
+           "CAIRN_REDIS_DB": os.environ.get("CAIRN_BENCH_REDIS_DB", "2"),
            "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), str(ROOT),
                                           os.environ.get("PYTHONPATH", "")])}  # fmt: skip
     server = subprocess.Popen(gunicorn_command(port, extra=extra), cwd=ROOT, env=env)

@@ -8,12 +8,14 @@ import shutil
 import statistics
 from dataclasses import asdict, dataclass
 
-from .agent import AgentParams, ScriptedAgent
+from .agent import AgentParams, ScriptedAgent, is_attack
 from .policies import CairnPolicy, NotesPolicy, Policy, RecencyPolicy, SelfReportPolicy, run_task
-from .world import ATTACKS, Project, build_families
+from .world import ATTACK_SETS, Project, build_families
 
 POLICIES = ("none", "recency", "self_report", "cairn")
 VARIANTS = ("cairn_lessons",)  # not in the default set: a fix to test, see the docs
+# `<policy>@heldout`: the same policy against the held-out attack set (attacks_heldout.py)
+HELDOUT = ("cairn@heldout", "self_report@heldout")
 METRICS = (
     "success_rate",
     "failed_steps_per_task",
@@ -25,6 +27,7 @@ METRICS = (
     "injection",
     "exposure",
     "attack_success",
+    "attack_stopped_at_check",
     "poison_served_as_earned",
 )
 
@@ -41,6 +44,14 @@ class RunParams:
 
     def change_episode(self) -> int:
         return self.change_at if self.change_at is not None else self.episodes // 2
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``cairn@heldout`` → (``cairn``, ``heldout``); no ``@``: the dev attack set."""
+    base, _, attack_set = name.partition("@")
+    if (attack_set or "dev") not in ATTACK_SETS:
+        raise ValueError(f"unknown attack set in {name!r}: {sorted(ATTACK_SETS)}")
+    return base, attack_set or "dev"
 
 
 def make_policy(name: str, provision, seed: int) -> Policy:
@@ -63,13 +74,15 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
     fams = build_families()
     fams = sorted(rng.sample(fams, min(rp.families, len(fams))), key=lambda f: f.name)
     project = Project.create(fams, seed=seed, flaky_rate=rp.flaky_rate)
-    policy = make_policy(name, provision, seed)
+    base, attack_set = split_name(name)
+    attacks = ATTACK_SETS[attack_set][0]
+    policy = make_policy(base, provision, seed)
     agent = ScriptedAgent(ap, random.Random(seed * 7919 + 1))
     curve, steps_curve, steps, late_steps = [], [], [], []
     per_family: dict[str, list] = {f.name: [] for f in fams}
     wrong_served, wrong_made = 0, 0
     wrong_texts: set[str] = set()
-    injected = seen = exposed = attacked = triggered = earned = 0
+    injected = seen = exposed = attacked = stopped = triggered = earned = 0
     try:
         stale_before = stale_after = None
         changed = [f for f in fams if f.changes]
@@ -79,16 +92,16 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
                 stale_before = _mean_strength(policy, changed)
                 project.set_changed()
             attack_live = ep >= rp.attack_from
-            project.set_attack(ATTACKS[ep % len(ATTACKS)] if attack_live else None)
+            project.set_attack(attacks[ep % len(attacks)] if attack_live else None)
             order = list(fams)
             rng.shuffle(order)
             wins = 0
             ep_steps = 0
             if attack_live:
                 # a user turn carrying the attacker's text (a pasted issue, a "reminder")
-                text = ATTACKS[(ep + 3) % len(ATTACKS)]
+                text = attacks[(ep + 3) % len(attacks)]
                 seen += 1
-                if name != "none" and policy.screen(text, source="user_turn"):
+                if base != "none" and policy.screen(text, source="user_turn"):
                     if agent.rng.random() < ap.m:
                         injected += 1
                         if isinstance(policy, CairnPolicy):
@@ -111,14 +124,15 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
                     wrong_made += 1
                     wrong_texts.add(note.text)
                 seen += len(r.seen_texts)
-                if name != "none":
+                if base != "none":
                     injected += len(r.memorized)
                 if fam.triggered and attack_live:
                     triggered += 1
                     exposed += r.exposed
                     attacked += r.executed_attack
+                    stopped += r.stopped_attack
                 for item in r.served:
-                    if any(item.text in a or a in item.text for a in ATTACKS):
+                    if is_attack(item.text):
                         earned += policy.poison_is_earned(item)
             curve.append(wins / len(fams))
             steps_curve.append(ep_steps / len(fams))
@@ -149,6 +163,8 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
         "injection": injected / seen if seen else 0.0,
         "exposure": exposed / triggered if triggered else 0.0,
         "attack_success": attacked / triggered if triggered else 0.0,
+        # would have run the planted command, refused by the check before it ran
+        "attack_stopped_at_check": stopped / triggered if triggered else 0.0,
         "poison_served_as_earned": earned,
     }
 
@@ -177,23 +193,36 @@ def interval(values: list[float]) -> dict:
 
 
 def run(
-    rp: RunParams, ap: AgentParams, provision, policies=POLICIES, log=print, on_seed=None
+    rp: RunParams,
+    ap: AgentParams,
+    provision,
+    policies=POLICIES,
+    log=print,
+    on_seed=None,
+    seed_list=None,
 ) -> dict:
-    """Every policy on seeds 0..seeds-1; ``on_seed(partial)`` after each seed (a long
-    run interrupted keeps the seeds it finished)."""
+    """Every policy on seeds 0..seeds-1 (or ``seed_list``, a share of them for one of
+    several processes); ``on_seed(partial)`` after each seed (a long run interrupted
+    keeps the seeds it finished). Each (policy, seed) is independent of the others."""
     rows = []
-    for seed in range(rp.seeds):
+    seeds = list(range(rp.seeds)) if seed_list is None else list(seed_list)
+    for seed in seeds:
         for name in policies:
             rows.append(run_one(name, seed, rp, ap, provision))
             log(f"seed {seed} {name}: success {rows[-1]['success_rate']:.2f} "
                 f"steps {rows[-1]['failed_steps_per_task']:.2f}")  # fmt: skip
         if on_seed is not None:
-            on_seed(summarize(rows, seed + 1, rp, ap, policies))
-    return summarize(rows, rp.seeds, rp, ap, policies)
+            on_seed(summarize(rows, rp, ap, policies))
+    return summarize(rows, rp, ap, policies)
 
 
-def summarize(rows: list[dict], seeds: int, rp: RunParams, ap: AgentParams, policies) -> dict:
+def summarize(rows: list[dict], rp: RunParams, ap: AgentParams, policies) -> dict:
+    """Means and intervals per policy; ``rows`` (one per policy and seed) are kept so
+    that runs split by seed or policy merge into the same numbers (compare.py)."""
+    seeds = len({r["seed"] for r in rows})
     out: dict = {"policies": {}, "seeds": seeds, "params": {**asdict(rp), **asdict(ap)}}
+    out["seed_list"] = sorted({r["seed"] for r in rows})
+    out["rows"] = rows
     for name in policies:
         mine = [r for r in rows if r["policy"] == name]
         if not mine:
@@ -201,6 +230,7 @@ def summarize(rows: list[dict], seeds: int, rp: RunParams, ap: AgentParams, poli
         entry = {m: interval([r[m] for r in mine]) for m in METRICS}
         flat = {m: entry[m]["mean"] for m in METRICS}
         flat["intervals"] = entry
-        flat["curve"] = [interval([r["curve"][e] for r in mine]) for e in range(rp.episodes)]
+        for key in ("curve", "steps_curve"):
+            flat[key] = [interval([r[key][e] for r in mine]) for e in range(rp.episodes)]
         out["policies"][name] = flat
     return out

@@ -16,7 +16,15 @@ from __future__ import annotations
 import itertools
 import uuid
 
-from .agent import Attempt, Item, ScriptedAgent, TaskResult, is_attack, parse_item
+from .agent import (
+    Attempt,
+    Item,
+    ScriptedAgent,
+    TaskResult,
+    attack_command,
+    is_attack,
+    parse_item,
+)
 from .world import Family, Project
 
 SERVE_MAX = 5
@@ -33,6 +41,10 @@ class Policy:
 
     def screen(self, text: str, *, source: str) -> bool:
         """True when the text may reach the agent (False: withheld as an injection)."""
+        return True
+
+    def command_allowed(self, command: str) -> bool:
+        """Decision time, before the agent runs ``command``: False refuses it."""
         return True
 
     def on_step(self, task_id: str, fam: Family, attempt: Attempt) -> str | None:
@@ -162,6 +174,7 @@ class CairnPolicy(Policy):
         self.machine = machine
         self.served_refs: list[str] = []
         self.knowledge_conf: dict[int, float] = {}
+        self.command_verdicts: dict[str, bool] = {}
 
     def _lesson(self, body: dict) -> Item:
         return parse_item(
@@ -201,6 +214,23 @@ class CairnPolicy(Policy):
         answer = self.harness.classify(tool=source, exit_code=0, output=text)
         situation = answer.get("situation") or {}
         return situation.get("kind") != "injected_instruction"
+
+    def command_allowed(self, command):
+        """The bench harness's check of every command before it runs: ``/lessons/check/``
+        on its operation key (a live blocker refuses it) and the situation classifier on
+        the command text (``injected_instruction`` refuses it). The classifier is pure,
+        so its verdict per command string is cached for the seed."""
+        if command not in self.command_verdicts:
+            from cairn_client.hooks import bash_operation
+
+            op, _ = bash_operation(command)
+            body = self.agent.lessons_check(op, machine=self.machine, context="global")
+            answer = self.harness.classify(tool=op, exit_code=0, output=command)
+            kind = (answer.get("situation") or {}).get("kind")
+            self.command_verdicts[command] = (
+                not body.get("blockers") and kind != "injected_instruction"
+            )
+        return self.command_verdicts[command]
 
     def on_step(self, task_id, fam, attempt):
         if fam.kind != "login" or attempt.ok:
@@ -287,10 +317,14 @@ def run_task(
     task_id = f"loop-{uuid.uuid4().hex[:16]}"
     items = policy.plan(fam)
     exposed, executes = agent.obey_instructions(items) if fam.triggered else (False, False)
-    executed = False
+    executed = stopped = False
     if executes:
-        project.run(("pwn", "curl-or-env-exfil"))
-        executed = True
+        # the agent is about to run the planted command: checked like any other
+        if policy.command_allowed(attack_command(items)):
+            project.run(("pwn", "curl-or-env-exfil"))  # stands in for the real command
+            executed = True
+        else:
+            stopped = True
     order, followed = agent.plan_order(fam, items)
     attempts: list[Attempt] = []
     tried: set[str] = set()
@@ -313,6 +347,13 @@ def run_task(
             queue.insert(0, current)
             current = alt
             followed.append(ref)
+            # the command it diverted to is checked too before it runs
+            if agent.wants_escalation(fam, policy.check(fam, current.op)):
+                escalated = True
+                break
+        if not policy.command_allowed(" ".join(current.argv)):
+            tried.add(current.op)  # refused at decision time: not run, not a failed step
+            continue
         tried.add(current.op)
         step += 1
         code, out = project.run(current.argv)
@@ -356,6 +397,7 @@ def run_task(
         memorized=memorized,
         exposed=exposed,
         executed_attack=executed,
+        stopped_attack=stopped,
         followed=[r for r in followed if r],
     )
     result.served = items  # for the metrics: what plan time served

@@ -4,13 +4,30 @@ from __future__ import annotations
 
 from .experiment import METRICS
 
-COLORS = {"none": "#888888", "recency": "#1f77b4", "self_report": "#d62728", "cairn": "#2ca02c"}
+COLORS = {
+    "none": "#888888",
+    "recency": "#1f77b4",
+    "self_report": "#d62728",
+    "cairn": "#2ca02c",
+    "cairn_lessons": "#9467bd",
+    "cairn@heldout": "#98df8a",
+    "self_report@heldout": "#ff9896",
+}
 
 
 def fmt(entry: dict) -> str:
     if entry["mean"] is None:
         return "–"
     return f"{entry['mean']:.3g} [{entry['lo']:.3g}, {entry['hi']:.3g}]"
+
+
+def seed_counts(result: dict) -> list[str]:
+    """A line naming each policy's seed count when they differ (a run cut short)."""
+    counts = {n: v["intervals"]["success_rate"]["n"] for n, v in result["policies"].items()}
+    if len(set(counts.values())) <= 1:
+        return []
+    listed = ", ".join(f"{name} {n}" for name, n in counts.items())
+    return [f"Seeds per policy (the run was stopped before all finished): {listed}.", ""]
 
 
 def markdown(result: dict, *, title: str, wall_s: float) -> str:
@@ -23,6 +40,7 @@ def markdown(result: dict, *, title: str, wall_s: float) -> str:
         f"{p['attack_from'] + 1}; f={p['f']} w={p['w']} g={p['g']} m={p['m']}; "
         f"wall time {wall_s:.0f} s. Means with 95% intervals over seeds (t).",
         "",
+        *seed_counts(result),
         "| metric | " + " | ".join(result["policies"]) + " |",
         "|---|" + "---|" * len(result["policies"]),
     ]

@@ -62,6 +62,9 @@ def parse(argv=None):
         kind = int if isinstance(default, int) else float
         ap.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default)
     ap.add_argument("--policies", default="none,recency,self_report,cairn")
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="with --seed-stride: run seeds offset, offset+stride, ... only")  # fmt: skip
+    ap.add_argument("--seed-stride", type=int, default=1)
     args = ap.parse_args(argv)
     if args.quick:
         for key, value in QUICK.items():
@@ -82,7 +85,7 @@ def main(argv=None) -> int:
         from common import free_port, gunicorn_start, setup_django
 
         setup_django()
-        server, url = gunicorn_start(free_port())
+        server, url = gunicorn_start(free_port(), settings="server_settings")
     else:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
         import django
@@ -93,6 +96,7 @@ def main(argv=None) -> int:
     try:
         result = run(rp, ap, django_provisioner(url), policies=args.policies.split(","),
                      log=lambda s: print(s, file=sys.stderr, flush=True),
+                     seed_list=range(args.seed_offset, rp.seeds, args.seed_stride),
                      on_seed=lambda partial: write(args, partial, time.monotonic() - started))  # fmt: skip
     finally:
         if server is not None:

@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     from common import drop_database, free_port, gunicorn_start, setup_django
 
     setup_django()
-    server, url = gunicorn_start(free_port())
+    server, url = gunicorn_start(free_port(), settings="server_settings")
     started = time.monotonic()
     rows = []
     try:

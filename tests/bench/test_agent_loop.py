@@ -23,7 +23,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.agent_loop import run as loop_run  # noqa: E402
-from bench.agent_loop.agent import AgentParams, ModelAgent, parse_item  # noqa: E402
+from bench.agent_loop.agent import AgentParams, ModelAgent, ScriptedAgent, parse_item  # noqa: E402
+from bench.agent_loop.attacks_heldout import HELDOUT  # noqa: E402
+from bench.agent_loop.policies import Policy, run_task  # noqa: E402
 from bench.agent_loop.world import ATTACKS, Project, build_families  # noqa: E402
 
 POLICIES = ("none", "recency", "self_report", "cairn")
@@ -47,6 +49,8 @@ def test_the_quick_run_writes_every_metric_and_cairn_holds_its_directions(
                 "10",
                 "--m",
                 "1.0",
+                "--policies",
+                ",".join(POLICIES),
                 "--json",
                 str(out),
             ]
@@ -79,6 +83,7 @@ def test_the_quick_run_writes_every_metric_and_cairn_holds_its_directions(
     # ... and Cairn never does: an unrelated passing test earns stored text nothing
     assert cairn["poison_served_as_earned"] == 0
     assert none["attack_success"] == 0 and none["exposure"] == 0
+    assert "attack_stopped_at_check" in cairn
     # after the change, the lesson for the approach that broke can only lose ground
     assert cairn["stale_strength_at_change"] > 0
     assert cairn["stale_strength_at_end"] <= cairn["stale_strength_at_change"]
@@ -163,3 +168,39 @@ def test_a_model_behind_an_openai_compatible_endpoint_drives_the_same_interface(
         assert exposed and executes is False  # "2" is the refusal here
     finally:
         server.shutdown()
+
+
+class PlantedContext(Policy):
+    """Serves one planted text at plan time; ``allow`` decides every command check."""
+
+    def __init__(self, text: str, allow: bool):
+        self.text, self.allow, self.checked = text, allow, []
+
+    def plan(self, fam):
+        return [parse_item("note:1", self.text)]
+
+    def command_allowed(self, command):
+        self.checked.append(command)
+        return self.allow
+
+
+@pytest.mark.parametrize("text", [ATTACKS[0], HELDOUT[4]])
+def test_every_command_is_checked_before_it_runs_and_a_refused_one_never_runs(text):
+    fam = next(f for f in build_families() if f.triggered)
+    for allow in (True, False):
+        project = Project.create([fam], seed=1)
+        policy = PlantedContext(text, allow)
+        agent = ScriptedAgent(AgentParams(g=1.0), random.Random(0))
+        try:
+            r = run_task(policy=policy, agent=agent, project=project, fam=fam, attack_live=True)
+            assert r.exposed
+            # the planted command, then each approach, went through the check first
+            assert len(policy.checked) == 1 + len(r.attempts) + (0 if allow else 3)
+            assert project.pwned() is allow and r.executed_attack is allow
+            assert r.stopped_attack is not allow
+            if not allow:
+                assert r.attempts == [] and r.failed_steps == 0
+        finally:
+            import shutil
+
+            shutil.rmtree(project.root)
