@@ -45,6 +45,7 @@ TOP_K = 10
 TARGET_RECALL = 0.95
 COPY_CHUNK = 50_000
 EF_GRID = (40, 100, 200, 400)
+QUICK_REAL = 500  # the quick run embeds only this many real turns (about 15 s, cached)
 
 
 # --------------------------------------------------------------------------- set-up
@@ -384,6 +385,8 @@ def measure(n: int, layout: str, synth, data: dict, queries: int) -> dict:
     print(f"  API recall p50 {api['p50_ms']:.1f} ms, p95 {api['p95_ms']:.1f}", flush=True)
     split = {side: _pct(_time_each(lambda i, s=side: run.search(i, s), run.held))
              for side in ("both", "vector", "text")}  # fmt: skip
+    # Recall marks what it returns as used (an UPDATE of up to 10 rows); incognito does not.
+    split["api_incognito"] = _pct(_time_each(lambda i: run.api(i, incognito=True), run.held))
     print("  SQL p50: " + ", ".join(f"{k} {v['p50_ms']:.1f}" for k, v in split.items()), flush=True)
     plans = _median_ctes([run.explain(i) for i in run.held[:20]])
     default_recall, _ = run.vector_recall(everyone)
@@ -394,7 +397,7 @@ def measure(n: int, layout: str, synth, data: dict, queries: int) -> dict:
     print(f"  recall@10 (default) {default_recall:.3f}; exact-scan check {exact_recall:.3f}")
     per_scope = n // len(workspaces)
     return {
-        "items": n, "layout": layout, "workspaces": len(workspaces), "items_per_workspace": per_scope,
+        "items": n, "layout": layout, "machine": common.machine(), "workspaces": len(workspaces), "items_per_workspace": per_scope,
         "queries": len(everyone), "build": build, "api_latency": api, "sql_latency": split,
         "explain_median": plans, "recall_at_10": default_recall,
         "exact_scan": {"recall_at_10": exact_recall, "latency": exact_latency},
@@ -410,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--layouts", default="one,spread")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--quick", action="store_true", help="2k items, 20 queries, to var/bench/")
+    parser.add_argument(
+        "--quick", action="store_true", help="2k items (500 real), 20 queries, to var/bench/"
+    )
     parser.add_argument("--report", action="store_true", help="only redraw md/svg from the json")
     parser.add_argument("--merge", action="store_true", help="keep stored runs of other sizes")
     parser.add_argument("--keep-db", action="store_true")
@@ -425,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     common.setup_django()
     from django.conf import settings
 
-    data = scale_data.corpus()
+    data = scale_data.corpus(limit=QUICK_REAL if args.quick else None)
     synth = scale_data.Synthesis(data)
     runs = []
     if args.merge and out.with_suffix(".json").exists():

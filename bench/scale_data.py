@@ -55,15 +55,20 @@ def locomo_texts() -> tuple[list[str], list[str]]:
     return turns, [questions[i] for i in order]
 
 
-def corpus() -> dict:
-    """Real turn and question vectors (cached per embedder model)."""
+def corpus(limit: int | None = None) -> dict:
+    """Real turn and question vectors (cached per embedder model). ``limit``: only the
+    first that many turns and a tenth as many questions (the quick run's smaller set)."""
     import numpy as np
 
     from memory.core.embeddings import get_embedder
 
     embedder = get_embedder()
     turns, questions = locomo_texts()
-    path = CACHE / f"scale-corpus-{re.sub(r'[^A-Za-z0-9.-]', '_', embedder.model_id)}.npz"
+    name = re.sub(r"[^A-Za-z0-9.-]", "_", embedder.model_id)
+    if limit:
+        turns, questions = turns[:limit], questions[: max(1, limit // 10)]
+        name += f"-first{limit}"
+    path = CACHE / f"scale-corpus-{name}.npz"
     if path.exists():
         cached = np.load(path, allow_pickle=False)
         if int(cached["turns_n"]) == len(turns) and int(cached["questions_n"]) == len(questions):

@@ -53,6 +53,7 @@ def markdown(results: dict) -> str:
         rows.append({"items": f"{r['items']:,}", "layout": r["layout"],
                      "items/workspace": f"{r['items_per_workspace']:,}",
                      "API p50 ms": r["api_latency"]["p50_ms"], "API p95 ms": r["api_latency"]["p95_ms"],
+                     "API incognito p50": _p50(s.get("api_incognito", {})),
                      "SQL both p50": _p50(s["both"]), "vector only p50": _p50(s["vector"]),
                      "text only p50": _p50(s["text"]), "recall@10": r["recall_at_10"],
                      "exact scan p50": _p50(r["exact_scan"]["latency"])})  # fmt: skip
