@@ -18,7 +18,7 @@ iterative scans off, relaxed and strict.
 
     .venv/bin/python bench/bench_scale.py                       # 10k, 100k, 1M; both layouts
     .venv/bin/python bench/bench_scale.py --sizes 1000000 --merge   # add to the stored results
-    .venv/bin/python bench/bench_scale.py --quick               # 2k, 20 queries -> var/bench/
+    .venv/bin/python bench/bench_scale.py --quick               # 1,500 items, 16 queries -> var/bench/
     .venv/bin/python bench/bench_scale.py --report              # redraw md/svg from the json
 
 Writes bench/results/scale.{json,md,svg} (``--quick``: var/bench/scale-quick.*).
@@ -414,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layouts", default="one,spread")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument(
-        "--quick", action="store_true", help="2k items (500 real), 20 queries, to var/bench/"
+        "--quick", action="store_true", help="1,500 items (500 real), 16 queries, to var/bench/"
     )
     parser.add_argument("--report", action="store_true", help="only redraw md/svg from the json")
     parser.add_argument("--merge", action="store_true", help="keep stored runs of other sizes")
@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = common.RESULTS / "scale"
     if args.quick:
-        args.sizes, args.queries = "2000", 20
+        args.sizes, args.queries = "1500", 16
         out = scale_data.CACHE / "scale-quick"
     if args.report:
         scale_report.write(out, json.loads(out.with_suffix(".json").read_text()))

@@ -11,6 +11,15 @@ import common
 COLOURS = {"one": "#4c78a8", "spread": "#f58518"}
 
 
+def _tidy(rows: list[dict]) -> list[dict]:
+    """Milliseconds to one decimal, recall to three."""
+    for row in rows:
+        for key, value in row.items():
+            if isinstance(value, float):
+                row[key] = f"{value:.3f}" if "recall" in key else f"{value:.1f}"
+    return rows
+
+
 def _p50(stats: dict) -> float | str:
     return stats.get("p50_ms", "") if stats else ""
 
@@ -46,7 +55,7 @@ def markdown(results: dict) -> str:
              "HNSW build s": r["build"]["hnsw_build_s"], "HNSW MB": r["build"]["hnsw_mb"],
              "GIN MB": r["build"]["gin_mb"], "table MB": r["build"]["table_mb"]}
             for r in runs]  # fmt: skip
-    lines += ["Load and index build", common.table(rows, list(rows[0]) if rows else []), ""]
+    lines += ["Load and index build", common.table(_tidy(rows), list(rows[0]) if rows else []), ""]
     rows = []
     for r in runs:
         s = r["sql_latency"]
@@ -59,7 +68,7 @@ def markdown(results: dict) -> str:
                      "exact scan p50": _p50(r["exact_scan"]["latency"])})  # fmt: skip
     lines += [
         "Recall through the API, and its halves (ms)",
-        common.table(rows, list(rows[0]) if rows else []),
+        common.table(_tidy(rows), list(rows[0]) if rows else []),
         "",
     ]
     rows = []
@@ -72,7 +81,7 @@ def markdown(results: dict) -> str:
                      "m (matches)": c.get("m", ""), "df (idf)": c.get("df", ""),
                      "sc (BM25)": c.get("sc", ""), "txt": c.get("txt", "")})  # fmt: skip
     lines += ["EXPLAIN ANALYZE of the hybrid statement, median ms per CTE (20 queries)",
-              common.table(rows, list(rows[0]) if rows else []), ""]  # fmt: skip
+              common.table(_tidy(rows), list(rows[0]) if rows else []), ""]  # fmt: skip
     rows = []
     for r in runs:
         for g in r["levers"]["grid"]:
@@ -81,7 +90,7 @@ def markdown(results: dict) -> str:
                          "vector p50 ms": g["tune_vector_p50_ms"]})  # fmt: skip
     lines += [
         "Levers on the tuning half (vector side only)",
-        common.table(rows, list(rows[0]) if rows else []),
+        common.table(_tidy(rows), list(rows[0]) if rows else []),
         "",
     ]
     rows = []
@@ -92,7 +101,7 @@ def markdown(results: dict) -> str:
                          "API p50 ms": h["api_latency"]["p50_ms"],
                          "API p95 ms": h["api_latency"]["p95_ms"]})  # fmt: skip
     lines += ["Held-out half: defaults against the lever chosen on the tuning half",
-              common.table(rows, list(rows[0]) if rows else []), ""]  # fmt: skip
+              common.table(_tidy(rows), list(rows[0]) if rows else []), ""]  # fmt: skip
     rows = []
     for r in runs:
         for mode, f in r["context_filter"].items():
@@ -101,7 +110,7 @@ def markdown(results: dict) -> str:
                          "API p50 ms": f["api_latency"]["p50_ms"],
                          "API p95 ms": f["api_latency"]["p95_ms"]})  # fmt: skip
     lines += ["A context filter keeping 1% of the scope (held-out half)",
-              common.table(rows, list(rows[0]) if rows else []), ""]  # fmt: skip
+              common.table(_tidy(rows), list(rows[0]) if rows else []), ""]  # fmt: skip
     rows = targets(runs)
     if rows:
         lines += ["Targets", common.table(rows, list(rows[0])), ""]
