@@ -118,77 +118,97 @@ def markdown(results: dict) -> str:
 
 
 def svg(results: dict) -> str:
-    """Two panels against items (log scale): API recall p50/p95 ms, and recall@10."""
+    """Three panels against items (log scale): API recall p50/p95, the statement's
+    vector and text halves (one workspace), and recall@10 (hollow: the tuned lever)."""
     runs = results.get("runs", [])
-    width, height, pad = 900, 360, 60
-    panel = (width - 3 * pad) / 2
+    width, height, pad, top = 1260, 380, 60, 60
+    panel = (width - 4 * pad) / 3
+    bottom = height - 70
     parts = []
 
-    def text(x, y, s, size=12, anchor="middle", weight="normal"):
+    def text(x, y, s, size=12, anchor="middle", weight="normal", fill="#000"):
         parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
-                     f'font-weight="{weight}" font-family="sans-serif">{s}</text>')  # fmt: skip
+                     f'font-weight="{weight}" fill="{fill}" font-family="sans-serif">{s}</text>')  # fmt: skip
+
+    def line(points, colour, dash="", hollow=False, label=None, below=False, anchor="start"):
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
+        if len(points) > 1:
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                         f'stroke-width="2"{dash}/>')  # fmt: skip
+        for x, y, v in points:
+            fill = "white" if hollow else colour
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{fill}" stroke="{colour}"/>'
+            )
+            dx = 6 if anchor == "start" else -6
+            text(x + dx, y + (14 if below else -6), label(v), 10, anchor=anchor, fill=colour)
 
     sizes = sorted({r["items"] for r in runs}) or [10_000]
-    lo, hi = math.log10(min(sizes)) - 0.15, math.log10(max(sizes)) + 0.15
-    top, bottom = 50, height - 60
+    lo, hi = math.log10(min(sizes)) - 0.15, math.log10(max(sizes)) + 0.25
 
     def xpos(left, items):
         return left + panel * (math.log10(items) - lo) / (hi - lo)
 
-    ms = [v for r in runs for v in (r["api_latency"]["p50_ms"], r["api_latency"]["p95_ms"])] or [
-        1,
-        10,
-    ]
-    ms_lo, ms_hi = math.log10(min(ms) / 1.5), math.log10(max(ms) * 1.5)
+    ms = [v for r in runs for v in (r["api_latency"]["p50_ms"], r["api_latency"]["p95_ms"])]
+    ms += [r["sql_latency"][k]["p50_ms"] for r in runs for k in ("vector", "text", "both")]
+    ms_lo, ms_hi = math.log10(min(ms or [1]) / 1.5), math.log10(max(ms or [10]) * 1.5)
 
     def y_ms(v):
-        return bottom - (bottom - top) * (math.log10(v) - ms_lo) / (ms_hi - ms_lo)
+        return bottom - (bottom - top) * (math.log10(max(v, 10**ms_lo)) - ms_lo) / (ms_hi - ms_lo)
 
     def y_recall(v):
-        return bottom - (bottom - top) * (v - 0.5) / 0.5
+        return bottom - (bottom - top) * (max(v, 0.5) - 0.5) / 0.5
 
-    for p, (title, ylabel) in enumerate((("Recall through the API, ms (log)", "p50 solid, p95 dashed"),
-                                         ("recall@10 of the vector list vs exact", "target 0.95"))):  # fmt: skip
+    titles = [("Recall through the API, ms (log)", "p50 solid, p95 dashed"),
+              ("The statement's halves, one workspace, p50 ms", "grey: both; green: vector only; red: text only"),
+              ("recall@10 of the vector list vs exact", "hollow: the lever tuned on half")]  # fmt: skip
+    for p, (title, subtitle) in enumerate(titles):
         left = pad + p * (panel + pad)
-        parts.append(f'<rect x="{left}" y="{top}" width="{panel}" height="{bottom - top}" '
+        parts.append(f'<rect x="{left}" y="{top}" width="{panel:.1f}" height="{bottom - top}" '
                      'fill="none" stroke="#999"/>')  # fmt: skip
-        text(left + panel / 2, top - 22, title, 14, weight="bold")
-        text(left + panel / 2, top - 6, ylabel, 11)
+        text(left + panel / 2, top - 30, title, 14, weight="bold")
+        text(left + panel / 2, top - 12, subtitle, 11)
         for items in sizes:
-            x = xpos(left, items)
-            text(x, bottom + 16, f"{items:,}", 11)
+            text(xpos(left, items), bottom + 16, f"{items:,}", 11)
         text(left + panel / 2, bottom + 34, "knowledge items", 11)
-        if p == 0:
-            for v in (10, 20, 50, 100, 200, 500, 1000, 2000):
+        if p < 2:
+            for v in (2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000):
                 if ms_lo <= math.log10(v) <= ms_hi:
                     text(left - 6, y_ms(v) + 4, v, 10, anchor="end")
-                    parts.append(f'<line x1="{left}" x2="{left + panel}" y1="{y_ms(v):.1f}" '
+                    parts.append(f'<line x1="{left}" x2="{left + panel:.1f}" y1="{y_ms(v):.1f}" '
                                  f'y2="{y_ms(v):.1f}" stroke="#eee"/>')  # fmt: skip
         else:
-            for v in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0):
+            for v in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
                 text(left - 6, y_recall(v) + 4, v, 10, anchor="end")
-            parts.append(f'<line x1="{left}" x2="{left + panel}" y1="{y_recall(0.95):.1f}" '
+            parts.append(f'<line x1="{left}" x2="{left + panel:.1f}" y1="{y_recall(0.95):.1f}" '
                          f'y2="{y_recall(0.95):.1f}" stroke="#54a24b" stroke-dasharray="4 3"/>')  # fmt: skip
+            text(left + 6, y_recall(0.95) + 14, "target 0.95", 10, anchor="start", fill="#54a24b")
         for layout, colour in COLOURS.items():
             mine = sorted((r for r in runs if r["layout"] == layout), key=lambda r: r["items"])
             if not mine:
                 continue
-            series = ([("p50_ms", ""), ("p95_ms", ' stroke-dasharray="6 4"')] if p == 0
-                      else [("recall", "")])  # fmt: skip
-            for key, dash in series:
-                points = []
+            below = layout == "spread"
+            if p == 0:
+                for key, dash in (("p50_ms", ""), ("p95_ms", ' stroke-dasharray="6 4"')):
+                    pts = [(xpos(left, r["items"]), y_ms(r["api_latency"][key]), r["api_latency"][key])
+                           for r in mine]  # fmt: skip
+                    line(pts, colour, dash, label=lambda v: f"{v:.0f}", below=below)
+            elif p == 1 and layout == "one":
+                for key, c in (("both", "#555"), ("vector", "#54a24b"), ("text", "#e45756")):
+                    pts = [(xpos(left, r["items"]), y_ms(r["sql_latency"][key]["p50_ms"]),
+                            r["sql_latency"][key]["p50_ms"]) for r in mine]  # fmt: skip
+                    line(pts, c, label=lambda v: f"{v:.0f}", below=key == "text")
+            elif p == 2:
+                pts = [(xpos(left, r["items"]), y_recall(r["recall_at_10"]), r["recall_at_10"])
+                       for r in mine]  # fmt: skip
+                line(pts, colour, label=lambda v: f"{v:.3f}", below=below)
                 for r in mine:
-                    v = r["recall_at_10"] if key == "recall" else r["api_latency"][key]
-                    points.append(
-                        (xpos(left, r["items"]), y_recall(max(v, 0.5)) if p else y_ms(v), v)
-                    )
-                path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
-                parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
-                             f'stroke-width="2"{dash}/>')  # fmt: skip
-                for x, y, v in points:
-                    parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
-                    label = f"{v:.3f}" if p else f"{v:.0f}"
-                    text(x + 5, y - 6, label, 10, anchor="start")
+                    chosen = r["levers"]["held_out"]["chosen"]
+                    if chosen["change"]:
+                        v = chosen["recall_at_10"]
+                        line([(xpos(left, r["items"]), y_recall(v), v)], colour, hollow=True,
+                             label=lambda v, c=chosen["change"]: f"{v:.3f} ({_change(c)})",
+                             below=below, anchor="end")  # fmt: skip
     legend_y = height - 10
     for k, (layout, colour) in enumerate(COLOURS.items()):
         x = pad + k * 260
