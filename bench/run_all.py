@@ -38,6 +38,7 @@ SCRIPTS = [
     "bench_outcomes.py",  # outcomes/s with 8 clients, against a bare DRF view
     "bench_rss.py",  # worker RSS over 100k server-side embeddings
     "bench_recall.py",  # LoCoMo through /recall/ and /conversations/search/, per variant
+    "bench_scale.py",  # recall at 10k, 100k and 1M items (the 1M runs take about an hour)
 ]
 
 
