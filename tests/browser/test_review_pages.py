@@ -50,7 +50,7 @@ def test_job_filters_update_the_list_and_the_url(login, live_server, workspace):
     page.goto(f"{live_server.url}/jobs/")
     page.evaluate("window.__cairnMarker = 'same page'")
     page.select_option("#job-status", "failed")
-    page.wait_for_url(re.compile(r"/jobs/\?kind=&status=failed$"))
+    page.wait_for_url(re.compile(r"/jobs/\?kind=&status=failed&since=$"))
     expect(page.locator(f"#job-{decay.pk}")).to_have_count(0)
     expect(page.locator(f"#job-{failed.pk}")).to_contain_text("boom")
     page.select_option("#job-kind", "decay")
