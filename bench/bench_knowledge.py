@@ -121,41 +121,20 @@ def _truncate_knowledge() -> None:
 
 
 def _copy_rows(workspace_id: int, vectors, texts: list[str]) -> None:
-    """Binary COPY with pgvector's psycopg adapter (far faster than INSERTs)."""
-    from django.db import connection
-    from pgvector.psycopg import register_vector
+    """One workspace; entity and metadata spread the rows over 100 buckets."""
+    from django.utils import timezone
     from psycopg.types.json import Jsonb
     from tqdm import tqdm
 
-    connection.ensure_connection()
-    register_vector(connection.connection)
-    columns = (
-        "workspace_id, content, category, domain, entity, context, sensitive, source, "
-        "confidence, use_count, metadata, operation_key, pinned, sealed, status, embedding, "
-        "embedding_model, channel, created_at, updated_at, observed_at"
-    )
-    types = [
-        "bigint", "text", "varchar", "varchar", "varchar", "varchar", "bool", "varchar",
-        "float8", "int4", "jsonb", "varchar", "bool", "bool", "varchar", "vector",
-        "varchar", "varchar", "timestamptz", "timestamptz", "timestamptz",
-    ]  # fmt: skip
-    from django.utils import timezone
-
     now = timezone.now()
-    with connection.connection.cursor() as cursor:
-        with cursor.copy(
-            f"COPY memory_knowledge ({columns}) FROM STDIN WITH (FORMAT BINARY)"
-        ) as cp:
-            cp.set_types(types)
-            for i in tqdm(range(len(texts)), desc="copy rows", unit="row", mininterval=1.0):
-                bucket = i % 100
-                cp.write_row(
-                    (
-                        workspace_id, texts[i], "fact", "", f"bucket:{bucket}", "global", False,
-                        "import", 0.5, 0, Jsonb({"b": bucket}), "", False, False, "active",
-                        vectors[i], "client", "agent", now, now, now,
-                    )
-                )  # fmt: skip
+    common.copy_knowledge(
+        (
+            workspace_id, texts[i], "fact", "", f"bucket:{i % 100}", "global", False,
+            "import", 0.5, 0, Jsonb({"b": i % 100}), "", False, False, "active",
+            vectors[i], "client", "agent", now, now, now,
+        )
+        for i in tqdm(range(len(texts)), desc="copy rows", unit="row", mininterval=1.0)
+    )  # fmt: skip
 
 
 def _explain(sql: str, params: dict) -> str:

@@ -91,32 +91,17 @@ def _index_defs(names: tuple[str, ...]) -> dict[str, str]:
 
 
 def _copy(ws_ids: list[int], vectors, texts: list[str]) -> None:
-    """Binary COPY; item i goes to workspace i mod len(ws_ids), context by i div that."""
-    from django.db import connection
+    """Item i goes to workspace i mod len(ws_ids), context by i div that."""
     from django.utils import timezone
-    from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
 
-    connection.ensure_connection()
-    register_vector(connection.connection)
-    columns = (
-        "workspace_id, content, category, domain, entity, context, sensitive, source, "
-        "confidence, use_count, metadata, operation_key, pinned, sealed, status, embedding, "
-        "embedding_model, channel, created_at, updated_at, observed_at"
-    )
-    types = ["bigint", "text", "varchar", "varchar", "varchar", "varchar", "bool", "varchar",
-             "float8", "int4", "jsonb", "varchar", "bool", "bool", "varchar", "vector",
-             "varchar", "varchar", "timestamptz", "timestamptz", "timestamptz"]  # fmt: skip
     now, w, empty = timezone.now(), len(ws_ids), Jsonb({})
-    with connection.connection.cursor() as cursor:
-        with cursor.copy(
-            f"COPY memory_knowledge ({columns}) FROM STDIN WITH (FORMAT BINARY)"
-        ) as cp:
-            cp.set_types(types)
-            for i, text in enumerate(texts):
-                cp.write_row((ws_ids[i % w], text, "fact", "", "", f"project-{(i // w) % CONTEXTS}",
-                              False, "import", 0.5, 0, empty, "", False, False, "active",
-                              vectors[i], "client", "agent", now, now, now))  # fmt: skip
+    common.copy_knowledge(
+        (ws_ids[i % w], text, "fact", "", "", f"project-{(i // w) % CONTEXTS}",
+         False, "import", 0.5, 0, empty, "", False, False, "active",
+         vectors[i], "client", "agent", now, now, now)
+        for i, text in enumerate(texts)
+    )  # fmt: skip
 
 
 def load(n: int, layout: str, vectors, texts) -> tuple[list, dict]:

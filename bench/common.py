@@ -99,6 +99,36 @@ def timed(fn, repeat: int) -> list[float]:
     return out
 
 
+# memory_knowledge's columns, in the order copy_knowledge() takes each row.
+KNOWLEDGE_COPY_COLUMNS = (
+    "workspace_id, content, category, domain, entity, context, sensitive, source, "
+    "confidence, use_count, metadata, operation_key, pinned, sealed, status, embedding, "
+    "embedding_model, channel, created_at, updated_at, observed_at"
+)
+_KNOWLEDGE_COPY_TYPES = [
+    "bigint", "text", "varchar", "varchar", "varchar", "varchar", "bool", "varchar",
+    "float8", "int4", "jsonb", "varchar", "bool", "bool", "varchar", "vector",
+    "varchar", "varchar", "timestamptz", "timestamptz", "timestamptz",
+]  # fmt: skip
+
+
+def copy_knowledge(rows) -> None:
+    """Binary COPY of knowledge rows (tuples in KNOWLEDGE_COPY_COLUMNS order) with
+    pgvector's psycopg adapter: far faster than INSERTs for loading a bench table."""
+    from django.db import connection
+    from pgvector.psycopg import register_vector
+
+    connection.ensure_connection()
+    register_vector(connection.connection)
+    with connection.connection.cursor() as cursor:
+        with cursor.copy(
+            f"COPY memory_knowledge ({KNOWLEDGE_COPY_COLUMNS}) FROM STDIN WITH (FORMAT BINARY)"
+        ) as cp:
+            cp.set_types(_KNOWLEDGE_COPY_TYPES)
+            for row in rows:
+                cp.write_row(row)
+
+
 @contextmanager
 def stopwatch():
     box = {}

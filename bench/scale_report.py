@@ -47,6 +47,11 @@ def targets(runs: list[dict]) -> list[dict]:
     return rows
 
 
+def _section(title: str, rows: list[dict]) -> list[str]:
+    """A titled table of ``rows`` (tidied), then a blank line."""
+    return [title, common.table(_tidy(rows), list(rows[0]) if rows else []), ""]
+
+
 def markdown(results: dict) -> str:
     runs = results.get("runs", [])
     lines = []
@@ -55,7 +60,7 @@ def markdown(results: dict) -> str:
              "HNSW build s": r["build"]["hnsw_build_s"], "HNSW MB": r["build"]["hnsw_mb"],
              "GIN MB": r["build"]["gin_mb"], "table MB": r["build"]["table_mb"]}
             for r in runs]  # fmt: skip
-    lines += ["Load and index build", common.table(_tidy(rows), list(rows[0]) if rows else []), ""]
+    lines += _section("Load and index build", rows)
     rows = []
     for r in runs:
         s = r["sql_latency"]
@@ -66,11 +71,7 @@ def markdown(results: dict) -> str:
                      "SQL both p50": _p50(s["both"]), "vector only p50": _p50(s["vector"]),
                      "text only p50": _p50(s["text"]), "recall@10": r["recall_at_10"],
                      "exact scan p50": _p50(r["exact_scan"]["latency"])})  # fmt: skip
-    lines += [
-        "Recall through the API, and its halves (ms)",
-        common.table(_tidy(rows), list(rows[0]) if rows else []),
-        "",
-    ]
+    lines += _section("Recall through the API, and its halves (ms)", rows)
     rows = []
     for r in runs:
         e = r["explain_median"]
@@ -80,19 +81,16 @@ def markdown(results: dict) -> str:
                      "vec_index": c.get("vec_index", ""), "vec": c.get("vec", ""),
                      "m (matches)": c.get("m", ""), "df (idf)": c.get("df", ""),
                      "sc (BM25)": c.get("sc", ""), "txt": c.get("txt", "")})  # fmt: skip
-    lines += ["EXPLAIN ANALYZE of the hybrid statement, median ms per CTE (20 queries)",
-              common.table(_tidy(rows), list(rows[0]) if rows else []), ""]  # fmt: skip
+    lines += _section(
+        "EXPLAIN ANALYZE of the hybrid statement, median ms per CTE (20 queries)", rows
+    )
     rows = []
     for r in runs:
         for g in r["levers"]["grid"]:
             rows.append({"items": f"{r['items']:,}", "layout": r["layout"], "change": _change(g["change"]),
                          "tune recall@10": g["tune_recall_at_10"],
                          "vector p50 ms": g["tune_vector_p50_ms"]})  # fmt: skip
-    lines += [
-        "Levers on the tuning half (vector side only)",
-        common.table(_tidy(rows), list(rows[0]) if rows else []),
-        "",
-    ]
+    lines += _section("Levers on the tuning half (vector side only)", rows)
     rows = []
     for r in runs:
         for label, h in r["levers"]["held_out"].items():
@@ -100,8 +98,7 @@ def markdown(results: dict) -> str:
                          "change": _change(h["change"]), "recall@10": h["recall_at_10"],
                          "API p50 ms": h["api_latency"]["p50_ms"],
                          "API p95 ms": h["api_latency"]["p95_ms"]})  # fmt: skip
-    lines += ["Held-out half: defaults against the lever chosen on the tuning half",
-              common.table(_tidy(rows), list(rows[0]) if rows else []), ""]  # fmt: skip
+    lines += _section("Held-out half: defaults against the lever chosen on the tuning half", rows)
     rows = []
     for r in runs:
         for mode, f in r["context_filter"].items():
@@ -109,8 +106,7 @@ def markdown(results: dict) -> str:
                          "recall@10": f["recall_at_10"], "vector p50 ms": _p50(f["vector_latency"]),
                          "API p50 ms": f["api_latency"]["p50_ms"],
                          "API p95 ms": f["api_latency"]["p95_ms"]})  # fmt: skip
-    lines += ["A context filter keeping 1% of the scope (held-out half)",
-              common.table(_tidy(rows), list(rows[0]) if rows else []), ""]  # fmt: skip
+    lines += _section("A context filter keeping 1% of the scope (held-out half)", rows)
     rows = targets(runs)
     if rows:
         lines += ["Targets", common.table(rows, list(rows[0])), ""]
