@@ -69,22 +69,24 @@ def corpus(limit: int | None = None) -> dict:
         turns, questions = turns[:limit], questions[: max(1, limit // 10)]
         name += f"-first{limit}"
     path = CACHE / f"scale-corpus-{name}.npz"
-    if path.exists():
-        cached = np.load(path, allow_pickle=False)
-        if int(cached["turns_n"]) == len(turns) and int(cached["questions_n"]) == len(questions):
-            return {"turns": turns, "questions": questions, "model": embedder.model_id,
-                    "turn_vectors": cached["turns"], "question_vectors": cached["questions"],
-                    "cache": str(path.relative_to(common.ROOT)), "embed_s": float(cached["embed_s"])}  # fmt: skip
-    print(f"embedding {len(turns):,} turns and {len(questions)} questions once ...", flush=True)
-    with common.stopwatch() as took:
-        tv = np.asarray(embedder.embed(turns), dtype=np.float32)
-        qv = np.asarray(embedder.embed(questions), dtype=np.float32)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    np.savez(path, turns=tv, questions=qv, turns_n=len(turns), questions_n=len(questions),
-             embed_s=took["s"])  # fmt: skip
+    cached = np.load(path, allow_pickle=False) if path.exists() else None
+    if cached is not None and (int(cached["turns_n"]), int(cached["questions_n"])) == (
+        len(turns),
+        len(questions),
+    ):
+        tv, qv, embed_s = cached["turns"], cached["questions"], float(cached["embed_s"])
+    else:
+        print(f"embedding {len(turns):,} turns and {len(questions)} questions once ...", flush=True)
+        with common.stopwatch() as took:
+            tv = np.asarray(embedder.embed(turns), dtype=np.float32)
+            qv = np.asarray(embedder.embed(questions), dtype=np.float32)
+        embed_s = took["s"]
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.savez(path, turns=tv, questions=qv, turns_n=len(turns), questions_n=len(questions),
+                 embed_s=embed_s)  # fmt: skip
     return {"turns": turns, "questions": questions, "model": embedder.model_id,
             "turn_vectors": tv, "question_vectors": qv,
-            "cache": str(path.relative_to(common.ROOT)), "embed_s": took["s"]}  # fmt: skip
+            "cache": str(path.relative_to(common.ROOT)), "embed_s": embed_s}  # fmt: skip
 
 
 class Synthesis:

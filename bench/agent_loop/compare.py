@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.agent_loop.experiment import HELDOUT, POLICIES, VARIANTS  # noqa: E402
 from bench.agent_loop.report import fmt, seed_counts  # noqa: E402
 
 SHOWN = ("injection", "exposure", "attack_success", "attack_stopped_at_check",
@@ -54,8 +55,7 @@ def table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-ORDER = ("none", "recency", "self_report", "cairn", "cairn_lessons", "cairn@heldout",
-         "self_report@heldout")  # fmt: skip
+ORDER = POLICIES + VARIANTS + HELDOUT  # every policy name the run knows, in table order
 
 
 def merge(results: list[dict]) -> dict:
