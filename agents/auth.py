@@ -5,8 +5,9 @@ from __future__ import annotations
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
+from memory.identity import roles
 from memory.identity.services import token_lookup, token_touch
-from memory.models import ApiToken, TokenScope
+from memory.models import ApiToken
 
 _UNSET = object()
 
@@ -47,28 +48,25 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
-class IsAgent(permissions.BasePermission):
-    """Any valid token (agent or admin scope)."""
+class ScopeFromTable(permissions.BasePermission):
+    """The API's one permission: the token's scope must be one ``API_SCOPES`` admits for
+    this route (``memory/identity/roles.py``). An undeclared route admits nobody."""
+
+    message = "This endpoint is not open to any token."
 
     def has_permission(self, request, view):
-        return request.auth is not None and request.user is not None
-
-
-class IsHarnessToken(permissions.BasePermission):
-    message = (
-        "This endpoint needs a harness-scoped token (create_agent --harness): only the "
-        "process that runs the tools reports what really happened."
-    )
-
-    def has_permission(self, request, view):
-        return request.auth is not None and request.auth.scope == TokenScope.HARNESS
-
-
-class IsAdminToken(permissions.BasePermission):
-    message = "This endpoint needs an admin-scoped token (create_agent --admin)."
-
-    def has_permission(self, request, view):
-        return request.auth is not None and request.auth.scope == TokenScope.ADMIN
+        if request.auth is None or request.user is None:
+            return False
+        match = request.resolver_match
+        scopes = roles.api_scopes(match.url_name if match else None)
+        if request.auth.scope in scopes:
+            return True
+        if scopes == roles.ADMIN_TOKEN:
+            self.message = "This endpoint needs an admin-scoped token (create_agent --admin)."
+        elif scopes:
+            needed = " or ".join(sorted(scopes))
+            self.message = f"This endpoint needs a token of scope {needed}."
+        return False
 
 
 class BearerScheme(OpenApiAuthenticationExtension):

@@ -70,6 +70,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Django's LoginRequiredMiddleware with the one roles table (memory/identity/roles.py):
+    # login by default, each UI route's declared role, undeclared routes refused.
+    "reviews.access.RoleMiddleware",
     "cairn.browser.MessageMiddleware",  # Django's, skipped for /api/
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -267,7 +270,7 @@ MEDIA_ROOT = embedded.var_dir() / "media"
 # --- API -----------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["agents.auth.IsAgent"],
+    "DEFAULT_PERMISSION_CLASSES": ["agents.auth.ScopeFromTable"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "cairn.errors.api_exception_handler",

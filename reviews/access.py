@@ -6,12 +6,13 @@ import functools
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.contrib.auth.middleware import LoginRequiredMiddleware
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.http import Http404, HttpResponse
 
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
+from memory.identity import roles
 from memory.identity.services import membership_get, membership_get_by_name
 from memory.models import Membership
 
@@ -64,23 +65,87 @@ def current_membership(request) -> Membership | None:
     return membership
 
 
-def require_role(role: str):
-    """Login, a membership in the current workspace, and at least ``role`` in it."""
+class RoleMiddleware(LoginRequiredMiddleware):
+    """Login by default, and the role ``memory.identity.roles`` declares, before any view.
+
+    Django's ``LoginRequiredMiddleware`` (every page needs a login unless marked
+    otherwise), extended with the one roles table:
+
+    - a review-UI route is looked up in ``UI_ROLES``: undeclared is refused (default
+      deny); otherwise the current membership (a link's ``?ws=`` first) must hold the
+      declared role, and the view finds it on ``request.membership``;
+    - a background poll (``UI_POLLS``) that may not see its page answers 204 "no
+      change", never a login page or a refusal swapped into a page;
+    - the agent API authenticates with bearer tokens; its table is applied by
+      ``agents.auth.ScopeFromTable``;
+    - the site routes the table marks public (login, health, schema, docs) are open.
+    """
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        name = match.url_name if match else None
+        namespace = match.namespace if match else ""
+        if namespace == "agents":
+            return None
+        if namespace == "reviews":
+            return self._review_route(request, name)
+        if not namespace and roles.SITE_ROUTES.get(name or "") == roles.PUBLIC:
+            return None
+        return super().process_view(request, view_func, view_args, view_kwargs)
+
+    def _review_route(self, request, name: str | None):
+        needed = roles.ui_role(name)
+        if needed is None:
+            raise PermissionDenied("This page is not open to anyone yet (no role declared).")
+        quiet = name in roles.UI_POLLS
+        if not request.user.is_authenticated:
+            return _nothing_changed() if quiet else self.handle_no_permission(request, None)
+        if needed in (roles.PUBLIC, roles.SIGNED_IN):
+            return None
+        membership = link_membership(request) or current_membership(request)
+        if membership is None or not roles.role_allows(held=membership.role, needed=needed):
+            if quiet:
+                return _nothing_changed()
+            raise PermissionDenied(f"This needs the {needed} role in this workspace.")
+        request.membership = membership
+        request.workspace = membership.workspace
+        return None
+
+
+def _nothing_changed() -> HttpResponse:
+    response = HttpResponse(status=204)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def require_role(view=None, /):
+    """Mark a view as one ``RoleMiddleware`` guards; the role is ``UI_ROLES``'s.
+
+    The view may rely on ``request.membership`` and ``request.workspace``. Used bare
+    (``@require_role``); the old ``@require_role("reviewer")`` form is refused when
+    its role is not the table's, so a second declaration cannot drift from the first.
+    """
+    stated = None
+    if isinstance(view, str):
+        stated, view = view, None
 
     def decorator(view):
-        @login_required
         @functools.wraps(view)
         def wrapped(request, *args, **kwargs):
-            membership = link_membership(request) or current_membership(request)
-            if membership is None or not membership.allows(role):
-                raise PermissionDenied(f"This needs the {role} role in this workspace.")
-            request.membership = membership
-            request.workspace = membership.workspace
+            if not hasattr(request, "membership"):
+                raise ImproperlyConfigured("RoleMiddleware must run before a review view.")
+            if stated is not None:
+                declared = roles.ui_role(request.resolver_match.url_name)
+                if stated != declared:
+                    raise ImproperlyConfigured(
+                        f"{view.__qualname__} states {stated!r}, the roles table {declared!r}."
+                    )
             return view(request, *args, **kwargs)
 
+        wrapped.role_stated = stated
         return wrapped
 
-    return decorator
+    return decorator if view is None else decorator(view)
 
 
 def actor_for(request) -> Actor:

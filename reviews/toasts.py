@@ -18,8 +18,6 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from reviews.access import current_membership
-
 FOLLOW = "follow"
 _JOB = re.compile(r"\bjob-(\d{1,18})\b")
 _DELIVERY = re.compile(r"\bdelivery-(\d{1,18})-(\d{1,18})\b")
@@ -49,11 +47,11 @@ def follow_url(tags: str) -> str:
     return ""
 
 
-def poll_membership(request, role: str):
-    """Who is polling, if they still may: an ended session or a lost role is None, and
-    the poll then answers "no change" rather than a login page swapped into the toast."""
-    membership = current_membership(request)
-    return membership if membership is not None and membership.allows(role) else None
+def poll_membership(request):
+    """Who is polling. ``reviews.access.RoleMiddleware`` has already answered "no change"
+    to an ended session or a lost role (``UI_POLLS`` in the roles table), so the poll
+    never swaps a login page into the toast."""
+    return getattr(request, "membership", None)
 
 
 def toast_unchanged() -> HttpResponse:

@@ -20,14 +20,11 @@ from agents.apis.common import (
     selection_for_job,
     selection_from_request,
 )
-from agents.auth import IsAdminToken
 from memory.privacy.erasure import erasure_preview, erasure_request
 from memory.privacy.selection import ERASURE_SELECTORS
 
 
 class ErasurePreviewApi(APIView):
-    permission_classes = [IsAdminToken]
-
     class PreviewInputSerializer(serializers.Serializer):
         selector = SelectorSerializer()
 
@@ -61,8 +58,6 @@ class ErasurePreviewApi(APIView):
 
 
 class ErasureStartApi(APIView):
-    permission_classes = [IsAdminToken]
-
     class ErasureInputSerializer(serializers.Serializer):
         selector = SelectorSerializer()
         # Not required here: a missing or wrong confirmation is the rule's 422.

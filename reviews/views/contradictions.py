@@ -29,7 +29,7 @@ TEMPLATE = "reviews/contradictions.html"
 STATUSES = [("open", "open"), ("resolved", "resolved"), ("all", "all")]
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def contradictions(request):
     status = request.GET.get("status", "open")
@@ -50,7 +50,7 @@ def contradictions(request):
     return render_page(request, TEMPLATE, context, partial="rows")
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def contradictions_resolve(request, pk: int, resolution: str):
     item = review_item_get(workspace=request.workspace, pk=pk)

@@ -18,7 +18,7 @@ SESSION_MAX_CHARS = 200
 CITES_MAX = 50
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def conversations(request):
     session = request.GET.get("session", "").strip()[:SESSION_MAX_CHARS]

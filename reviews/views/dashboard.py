@@ -96,7 +96,7 @@ def histogram_chart(counts: list[int], *, title: str, what: str, tone: str):
     )
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def dashboard(request):
     """What needs a person (the queues), and whether memory is healthy (trends)."""

@@ -103,7 +103,7 @@ def _decided_diff(delta) -> dict | None:
     }
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def deltas_detail(request, pk: int):
     delta = delta_review_get(workspace=request.workspace, pk=pk)
@@ -163,19 +163,19 @@ def _decided(request, queue: str):
     return render_page(request, "reviews/decided.html", context, partial="rows")
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def staged_decided(request):
     return _decided(request, "staged")
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def quarantine_decided(request):
     return _decided(request, "quarantine")
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def orphans_decided(request):
     return _decided(request, "orphans")

@@ -192,7 +192,7 @@ def _card_context(request, pk: int) -> dict:
     return {"delta": delta}
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def staged(request):
     context = _queue_context(
@@ -201,7 +201,7 @@ def staged(request):
     return render_page(request, STAGED, context, partial="rows")
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def quarantine(request):
     context = _queue_context(
@@ -221,7 +221,7 @@ def _orphans_context(request) -> dict:
     return context
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def orphans(request):
     return render_page(request, ORPHANS, _orphans_context(request), partial="rows")
@@ -303,7 +303,7 @@ def _act(
     return removed()
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def staged_approve(request, pk: int):
     return _act(
@@ -318,7 +318,7 @@ def staged_approve(request, pk: int):
     )
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def staged_approve_bulk(request):
     """Approve the ticked staged deltas with one shared reason, each through ``delta_approve``.
@@ -382,7 +382,7 @@ def staged_approve_bulk(request):
     return redirect_back("reviews:staged")
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def staged_reject(request, pk: int):
     return _act(
@@ -397,7 +397,7 @@ def staged_reject(request, pk: int):
     )
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def quarantine_confirm(request, pk: int):
     return _act(
@@ -413,7 +413,7 @@ def quarantine_confirm(request, pk: int):
     )
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def quarantine_reject(request, pk: int):
     return _act(
@@ -428,7 +428,7 @@ def quarantine_reject(request, pk: int):
     )
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def orphans_discard(request, pk: int):
     return _act(
@@ -452,7 +452,7 @@ def _reapprove_one(*, delta, actor, reason: str, seen: dict):
     return result
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def orphans_reapprove_one(request, pk: int):
     delta = delta_review_get(workspace=request.workspace, pk=pk)
@@ -498,7 +498,7 @@ def _report(request, *, ids: list[int], found: dict, result: dict) -> dict:
     }
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def orphans_reapprove(request):
     """Bulk re-approve: the ticked orphans, one ``delta_reapprove`` call, a report.
@@ -561,7 +561,7 @@ def orphans_reapprove(request):
     return redirect_back("reviews:orphans")
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def orphans_notice_seen(request, pk: int):
     notice = orphan_notice_get(workspace=request.workspace, pk=pk)

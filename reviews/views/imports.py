@@ -42,7 +42,7 @@ def _answer(request, *, report=None, error: str = "", status: int = 200):
     return redirect_back("reviews:exports")
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def exports_import(request):
     upload = request.FILES.get("file")

@@ -92,7 +92,7 @@ def _list_context(request, *, kind: str = "", status: str = "", since: date | No
     }
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def jobs(request):
     kind = request.GET.get("kind", "").strip()[:64]
@@ -107,7 +107,7 @@ def jobs(request):
     return render_page(request, "reviews/jobs.html", context, partial="rows")
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def jobs_run(request, kind: str):
     """An admin's "Run now": queue the job (one queued run per kind) and show it."""
@@ -143,7 +143,7 @@ TOAST_ENDINGS = {
 def jobs_toast(request, pk: int):
     """A followed toast's poll (``reviews.toasts``): no change while the run is queued or
     running, then what happened, with a link to the run."""
-    membership = poll_membership(request, "viewer")
+    membership = poll_membership(request)
     if membership is None:
         return toast_unchanged()
     run = job_run_get(workspace=membership.workspace, pk=pk)
@@ -163,7 +163,7 @@ def jobs_toast(request, pk: int):
     )
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def jobs_detail(request, pk: int):
     """The run's page; for htmx, the fragment the poller asked for (its row or the detail card)."""

@@ -114,7 +114,7 @@ def _with_all(request) -> str:
     return f"{reverse('reviews:knowledge')}?{params.urlencode()}"
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def knowledge(request):
     """Search mode (a query over active items: ranked hits, no paging past ``top``), or
@@ -194,7 +194,7 @@ def _detail_context(request, item: Knowledge, **extra) -> dict:
     }
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def knowledge_detail(request, pk: int):
     item = _item_or_404(request, pk)
@@ -254,7 +254,7 @@ def _status_change(request, pk: int, *, name: str, service, done: str):
     return _answer(request, item)
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def knowledge_confirm(request, pk: int):
     """A person's confirmation: ``user_confirmed`` evidence with the reviewer as actor."""
@@ -278,7 +278,7 @@ def knowledge_confirm(request, pk: int):
     return _answer(request, result.target)
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def knowledge_archive(request, pk: int):
     return _status_change(
@@ -290,7 +290,7 @@ def knowledge_archive(request, pk: int):
     )
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def knowledge_restore_view(request, pk: int):
     return _status_change(
@@ -302,7 +302,7 @@ def knowledge_restore_view(request, pk: int):
     )
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def knowledge_delete_view(request, pk: int):
     """A person's real delete (the item and its older versions), audited without content."""
@@ -320,7 +320,7 @@ def knowledge_delete_view(request, pk: int):
     return render_action(request, f"{DETAIL}#deleted", context)
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def knowledge_edit(request, pk: int):
     """Through ``knowledge_update``: new content supersedes (the page then shows the new

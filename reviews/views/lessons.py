@@ -85,7 +85,7 @@ def _filters(request) -> dict:
     return f
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def lessons(request):
     f = _filters(request)
@@ -184,7 +184,7 @@ def _detail_context(request, lesson: Lesson, **extra) -> dict:
     }
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def lessons_detail(request, pk: int):
     lesson = _lesson_or_404(request, pk)
@@ -224,7 +224,7 @@ def _act(request, pk: int, name: str, do: Callable[[Lesson, str, str], tuple[Les
     return _answer(request, changed)
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def lessons_retire(request, pk: int):
     def do(lesson, reason, actor):
@@ -239,7 +239,7 @@ def lessons_retire(request, pk: int):
     return _act(request, pk, "retire", do)
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def lessons_restore(request, pk: int):
     def do(lesson, reason, actor):
@@ -251,7 +251,7 @@ def lessons_restore(request, pk: int):
     return _act(request, pk, "restore", do)
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def lessons_confirm(request, pk: int):
     """A person's confirmation: ``user_confirmed`` evidence with the reviewer as actor."""
@@ -274,7 +274,7 @@ def lessons_confirm(request, pk: int):
 
 
 def _flag_view(*, flag: str, value: bool, service, done: str):
-    @require_role("reviewer")
+    @require_role
     @require_POST
     def view(request, pk: int):
         def do(lesson, reason, actor):
@@ -299,7 +299,7 @@ lessons_seal = _flag_view(
 lessons_unseal = _flag_view(flag="sealed", value=False, service=lesson_seal, done="unsealed")
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def lessons_edit(request, pk: int):
     """A new version through ``lesson_edit``; the page then shows (and the URL names) it."""

@@ -34,14 +34,14 @@ def _page(request, *, status: int = 200, **extra):
     return render(request, TEMPLATE, context, status=status)
 
 
-@require_role("admin")
+@require_role
 @require_GET
 def members(request):
     return _page(request)
 
 
 @never_cache
-@require_role("admin")
+@require_role
 @require_POST
 def members_add(request):
     username = request.POST.get("username", "")
@@ -58,7 +58,7 @@ def members_add(request):
     return _page(request, added=membership, password=password)
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def members_role(request, pk: int):
     membership = member_get(workspace=request.workspace, pk=pk)
@@ -77,7 +77,7 @@ def members_role(request, pk: int):
     return redirect_back("reviews:members")
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def members_remove(request, pk: int):
     membership = member_get(workspace=request.workspace, pk=pk)

@@ -31,7 +31,7 @@ CHANNELS = [
 ]
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def outcomes(request):
     workspace = request.workspace
@@ -95,7 +95,7 @@ def _refs(refs: list[dict]) -> list[dict]:
     return out
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def outcomes_detail(request, pk: int):
     outcome = outcome_detail(workspace=request.workspace, pk=pk)

@@ -119,13 +119,13 @@ def _exports_context(request, **extra) -> dict:
     }
 
 
-@require_role("reviewer")
+@require_role
 @require_GET
 def exports(request):
     return render_page(request, "reviews/exports.html", _exports_context(request), partial="rows")
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def exports_start(request):
     form = {**_form_state(request.POST), "format": request.POST.get("format", "json")}
@@ -155,7 +155,7 @@ def exports_start(request):
     return redirect_back("reviews:exports")
 
 
-@require_role("reviewer")
+@require_role
 @require_GET
 def exports_detail(request, pk: int):
     """One export's row (the poller's fragment); without htmx, the export list."""
@@ -172,7 +172,7 @@ def exports_detail(request, pk: int):
     return render_page(request, "reviews/exports.html", context, partial="export_row")
 
 
-@require_role("reviewer")
+@require_role
 @require_GET
 def exports_download(request, pk: int):
     """The file, to a signed-in reviewer of this workspace only (never a static URL)."""
@@ -207,7 +207,7 @@ def _erasures_context(request, **extra) -> dict:
     }
 
 
-@require_role("admin")
+@require_role
 @require_GET
 def erasures(request):
     return render_page(request, "reviews/erasures.html", _erasures_context(request), partial="rows")
@@ -236,7 +236,7 @@ def _preview_context(form, selector, preview, **extra) -> dict:
     }
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def erasures_preview(request):
     """What an erasure would delete, per table. A POST: the selector may be content."""
@@ -255,7 +255,7 @@ def erasures_preview(request):
     return response
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def erasures_start(request):
     """Queue the erasure once the workspace name is typed; then its certificate page."""
@@ -304,7 +304,7 @@ def _receipt_or_404(request, pk):
     return receipt
 
 
-@require_role("admin")
+@require_role
 @require_GET
 def erasures_detail(request, pk: int):
     """Progress while it runs; the certificate once it is done."""
@@ -322,7 +322,7 @@ def erasures_detail(request, pk: int):
     return render_page(request, "reviews/erasure_detail.html", context, partial="status")
 
 
-@require_role("admin")
+@require_role
 @require_GET
 def erasures_receipt(request, pk: int):
     """The receipt as a JSON file: counts, digests and times, no content."""

@@ -14,7 +14,7 @@ from reviews.access import actor_for, require_role
 from reviews.htmx import render_action, wants_fragment
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def projects_label(request, digest: str):
     typed = request.POST.get("label", "")

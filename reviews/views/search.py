@@ -9,7 +9,7 @@ from reviews.access import require_role
 from reviews.htmx import render_page
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def search(request):
     found = workspace_search(workspace=request.workspace, q=request.GET.get("q", ""))

@@ -28,7 +28,7 @@ SAID = {
 }
 
 
-@require_role("admin")
+@require_role
 @require_GET
 def workspace_settings(request):
     workspace = request.workspace
@@ -41,7 +41,7 @@ def workspace_settings(request):
     return render(request, "reviews/workspace_settings.html", context)
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def workspace_settings_save(request):
     """One setting per form: ``setting`` names it (the goal-text one when absent) and a

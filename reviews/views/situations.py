@@ -38,7 +38,7 @@ def outcome_situations(outcome: Outcome) -> list[dict]:
     ]
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def situations(request):
     machine = request.GET.get("machine", "").strip()[:128]
@@ -61,7 +61,7 @@ def situations(request):
     return render_page(request, TEMPLATE, context, partial="rows")
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def situations_remove(request, pk: int):
     lesson = lesson_get(workspace=request.workspace, pk=pk)

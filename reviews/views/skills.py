@@ -42,7 +42,7 @@ VERSIONS_SHOWN = 20
 PREVIEW_VIEWS = ("with", "base", "diff")
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def skills(request):
     context = {
@@ -136,7 +136,7 @@ def _preview_context(request, skill, *, agent_id: str, view: str, errors: dict |
     }
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def skills_detail(request, name: str):
     skill = _skill_or_404(request, name)
@@ -171,7 +171,7 @@ def _preview_answer(request, name: str, *, agent_id, errors: dict, error: str):
     return redirect_back(f"{url}?{urlencode({'agent': agent_id, 'view': view or 'with'})}")
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def skills_revert(request, name: str, pk: int):
     """Archive one active delta: the agent gets the skill without it from its next session."""
@@ -201,7 +201,7 @@ def skills_revert(request, name: str, pk: int):
     return _preview_answer(request, name, agent_id=delta.agent_id, errors=errors, error=error)
 
 
-@require_role("reviewer")
+@require_role
 @require_POST
 def skills_reset(request, name: str):
     """Archive every delta one agent has on the skill: back to the authored text."""
@@ -235,7 +235,7 @@ def skills_reset(request, name: str):
     return _preview_answer(request, name, agent_id=agent.pk, errors=errors, error=error)
 
 
-@require_role("viewer")
+@require_role
 @require_GET
 def skills_facts(request):
     namespace = request.GET.get("namespace", "").strip()[:64]

@@ -75,13 +75,13 @@ def _once(request, template: str, context: dict, status: int = 200):
     return response
 
 
-@require_role("admin")
+@require_role
 @require_GET
 def webhooks(request):
     return render(request, LIST, _list_context(request))
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def webhooks_create(request):
     url, chosen = request.POST.get("url", ""), request.POST.getlist("events")
@@ -118,14 +118,14 @@ def _detail_context(request, webhook, **extra) -> dict:
     }
 
 
-@require_role("admin")
+@require_role
 @require_GET
 def webhooks_detail(request, pk: int):
     webhook = _webhook_or_404(request, pk)
     return render_page(request, DETAIL, _detail_context(request, webhook), partial="log")
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def webhooks_update(request, pk: int):
     webhook = _webhook_or_404(request, pk)
@@ -157,7 +157,7 @@ def _reasoned(request, webhook, template_error_key: str):
     return None, render(request, DETAIL, context, status=400)
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def webhooks_rotate(request, pk: int):
     webhook = _webhook_or_404(request, pk)
@@ -175,7 +175,7 @@ def webhooks_rotate(request, pk: int):
     return _once(request, DETAIL, _detail_context(request, issued.webhook, issued=issued))
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def webhooks_delete(request, pk: int):
     webhook = _webhook_or_404(request, pk)
@@ -187,7 +187,7 @@ def webhooks_delete(request, pk: int):
     return redirect_back("reviews:webhooks")
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def webhooks_test(request, pk: int):
     webhook = _webhook_or_404(request, pk)
@@ -201,7 +201,7 @@ def webhooks_test(request, pk: int):
     return redirect_back("reviews:webhooks_detail", pk)
 
 
-@require_role("admin")
+@require_role
 @require_POST
 def webhooks_redeliver(request, pk: int, delivery: int):
     webhook = _webhook_or_404(request, pk)
@@ -220,7 +220,7 @@ def webhooks_redeliver(request, pk: int, delivery: int):
 def webhooks_delivery_toast(request, pk: int, delivery: int):
     """A followed toast's poll (``reviews.toasts``): no change while an attempt is due now
     or in flight, then what came back: delivered, failed, or failed with a retry due."""
-    membership = poll_membership(request, "admin")
+    membership = poll_membership(request)
     if membership is None:
         return toast_unchanged()
     webhook = webhook_get(workspace=membership.workspace, pk=pk)
