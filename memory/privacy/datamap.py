@@ -35,7 +35,17 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Cast
 
 from memory.lessons.confidence_rebuild import confidence_rebuild
-from memory.models import Workspace
+from memory.models import (
+    Category,
+    Channel,
+    DeltaStatus,
+    DeltaTrust,
+    LessonSource,
+    LessonState,
+    SituationLessonState,
+    Source,
+    Workspace,
+)
 from memory.privacy.derivations import (
     confidence_owners,
     decision_for,
@@ -52,6 +62,7 @@ from memory.privacy.queries import by, by_agent, session_ref, text_match
 from memory.privacy.references import InJson
 from memory.privacy.selection import Selector
 from memory.privacy.tables import CONTENT, DERIVED, KEPT, ById, Derivation, Prefixed, Table
+from memory.privacy.trust_fields import Kept, capped, mapped, now, to
 
 _LEDGER_TARGETS = ById("target_type", {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"})
 
@@ -136,6 +147,15 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="lessons",
+            trust={
+                "channel": to(Channel.AGENT),
+                "state": mapped({LessonState.ACTIVE: LessonState.CLAIMED}),
+                "source": mapped({LessonSource.USER: LessonSource.MODEL}),
+                "confidence": capped("CAIRN_LESSON_CLAIMED_CONFIDENCE"),
+                "birth_confidence": capped("CAIRN_LESSON_CLAIMED_CONFIDENCE"),
+                "pinned": to(False),
+                "sealed": to(False),
+            },
             quoted=("text",),
             # A merged lesson's bounded evidence list: the latest outcome ids and the
             # lessons folded into it.
@@ -164,6 +184,7 @@ def _entries() -> list[Table]:
                 "memory.Knowledge": ledger_for("knowledge"),
             },
             export="evidence",
+            trust={"channel": to(Channel.AGENT)},
             refs={
                 "target_id": _LEDGER_TARGETS,
                 # The body the first POST answered, replayed on retries.
@@ -193,6 +214,7 @@ def _entries() -> list[Table]:
                 ),
             ),
             export="confidence_changes",
+            trust={"channel": to(Channel.AGENT)},
             refs={
                 "target_id": _LEDGER_TARGETS,
                 "evidence_id": Prefixed("outcome:", "memory.Outcome"),
@@ -211,6 +233,11 @@ def _entries() -> list[Table]:
                 "session": by("session_id"),
             },
             export="outcomes",
+            trust={
+                "channel": to(Channel.AGENT),
+                "passed": Kept("an agent-channel outcome never counts as evidence"),
+                "reported_passed": Kept("the client's claim, shown for review only"),
+            },
             refs={
                 "in_play": (InJson(("*", "id"), _PLAYED, by="type"),),
                 # The body the first POST answered, replayed on retries.
@@ -255,6 +282,15 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="knowledge",
+            trust={
+                "channel": to(Channel.AGENT),
+                "source": mapped({Source.USER: Source.IMPORT}),
+                "category": mapped({Category.SYSTEM: Category.NOTE}),
+                "confidence": capped(0.5),
+                "pinned": to(False),
+                "sealed": to(False),
+                "status": Kept("archived or active is the item's life, not its trust"),
+            },
             export_exclude=("embedding", "search_vector"),
             quoted=("content", "entity", "metadata"),
         ),
@@ -269,6 +305,7 @@ def _entries() -> list[Table]:
                 "session": by("session_id"),
             },
             export="conversation_turns",
+            trust={"channel": to(Channel.AGENT)},
             export_exclude=("embedding", "search_vector"),
             quoted=("content",),
         ),
@@ -278,6 +315,7 @@ def _entries() -> list[Table]:
             "Raw tool calls with their errors; pruned after CAIRN_RETENTION_RAW_DAYS.",
             selectors={"agent": by_agent(), "session": by("session_id")},
             export="tool_calls",
+            trust={"channel": to(Channel.AGENT)},
             quoted=("error",),
         ),
         # ---- situations (per-turn recovery state, its events, machine lessons)
@@ -288,6 +326,7 @@ def _entries() -> list[Table]:
             "unblock and probe (no tool output is stored).",
             selectors={"agent": by_agent(), "session": by("session_id")},
             export="turn_recoveries",
+            trust={"channel": to(Channel.AGENT)},
             quoted=("blockers", "escalation"),
             refs={
                 "blockers": (InJson(("~", "lesson_id"), "memory.SituationLesson"),),
@@ -310,6 +349,14 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="situation_lessons",
+            trust={
+                # Written only by the server from a harness-declared blocker: from a
+                # file, history to read, never a blocker /context/ serves.
+                "state": mapped({SituationLessonState.ACTIVE: SituationLessonState.SUPERSEDED}),
+                "expires_at": now(),
+                "ended_at": now(),
+                "confidence": capped("CAIRN_LESSON_CLAIMED_CONFIDENCE"),
+            },
             quoted=("content", "detail", "unblock", "probe"),
         ),
         Table(
@@ -320,6 +367,10 @@ def _entries() -> list[Table]:
             selectors={"agent": by_agent(), "session": by("session_id")},
             cascades_from=("memory.TurnRecovery",),
             export="situation_events",
+            trust={
+                "channel": to(Channel.AGENT),
+                "source": Kept("what the event says happened; its channel says who said it"),
+            },
             refs={"details": (InJson(("lesson_id",), "memory.SituationLesson"),)},
         ),
         # ---- skills and learned deltas
@@ -361,6 +412,11 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="learned_facts",
+            trust={
+                "channel": to(Channel.AGENT),
+                "provenance_source": Kept("never imported from an unsigned file (UNSIGNED_NEVER)"),
+                "provenance": Kept("never imported from an unsigned file (UNSIGNED_NEVER)"),
+            },
             quoted=("key", "value"),
         ),
         Table(
@@ -383,6 +439,22 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="skill_deltas",
+            trust={
+                "channel": to(Channel.AGENT),
+                "status": mapped(
+                    {
+                        DeltaStatus.ACTIVE: DeltaStatus.QUARANTINED,
+                        DeltaStatus.STAGED: DeltaStatus.QUARANTINED,
+                    }
+                ),
+                "trust": to(DeltaTrust.UNTRUSTED),
+                "approved_by": to(""),
+                "approved_at": to(None),
+                "approval_samples": to(None),
+                "approval_positive": to(None),
+                "provenance_source": Kept("quarantined and untrusted whatever it says"),
+                "provenance": Kept("quarantined and untrusted whatever it says"),
+            },
             # A consolidation umbrella names its members (the M2M says it too).
             refs={"provenance": (InJson(("members", "*"), "memory.SkillDelta"),)},
             # decision_seen: ids and tool names to rebuild a review's diff here, not data
@@ -401,6 +473,7 @@ def _entries() -> list[Table]:
             "Trust-ledger samples an agent posted (action type, scope, delta ids).",
             selectors={"agent": by_agent()},
             export="feedback_samples",
+            trust={"channel": to(Channel.AGENT)},
             refs={"delta_ids": "memory.SkillDelta"},
         ),
         # ---- review state

@@ -21,22 +21,15 @@ from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.core.secrets import scan_fields
 from memory.models import (
-    Category,
-    Channel,
-    DeltaStatus,
-    DeltaTrust,
     Knowledge,
-    LessonSource,
-    LessonState,
     SkillDelta,
-    Source,
     Workspace,
 )
 from memory.privacy.exports import FORMAT, VERSION, Section, export_sections
 from memory.privacy.integrity import references_dangling
 from memory.privacy.references import json_remap, json_specs
-from memory.privacy.signing import export_signer
-from memory.privacy.tables import ById
+from memory.privacy.signing import SIGNATURE_KEYS, TRAILER_TYPE, OpenedExport, export_open
+from memory.privacy.tables import ById, Table
 from memory.skills.skillmd import delta_line
 
 
@@ -44,30 +37,44 @@ from memory.skills.skillmd import delta_line
 class _Loaded:
     header: dict
     sections: dict[str, list[dict]] = field(default_factory=dict)
+    signed_by: str = ""
 
 
-def _load(path: Path) -> _Loaded:
-    with open(path, encoding="utf-8") as fh:
-        first = fh.read(1)
-        fh.seek(0)
-        if first != "{":
-            raise ApplicationError("Not a Cairn export file.", fields={"file": ["invalid"]})
-        head = fh.readline()
-        try:
-            line = json.loads(head)
-        except json.JSONDecodeError:
-            line = None
-        if isinstance(line, dict) and line.get("type") == "header":
-            loaded = _Loaded(header=line)
-            for raw in fh:
-                if not raw.strip():
-                    continue
-                item = json.loads(raw)
-                if item.get("type") == "record":
-                    loaded.sections.setdefault(item["section"], []).append(item["record"])
-            return loaded
-        fh.seek(0)
-        document = json.load(fh)
+def _misplaced_signature() -> ApplicationError:
+    return ApplicationError(
+        "The file holds a signature among its records (a second signature, or records "
+        "after it): a signature is only the file's last line or member. Nothing was imported.",
+        code="invalid_export",
+        fields={"file": ["misplaced signature"]},
+    )
+
+
+def _load(opened: OpenedExport) -> _Loaded:
+    """The records of a verified file: parsed from its body only, after ``export_open``
+    has cut off and checked the signature (memory/privacy/signing.py)."""
+    text = opened.body.decode("utf-8")
+    if opened.kind == "jsonl":
+        lines = iter(text.split("\n"))
+        loaded = _Loaded(header=json.loads(next(lines)))
+        for raw in lines:
+            if not raw.strip():
+                continue
+            item = json.loads(raw)
+            if item.get("type") == TRAILER_TYPE:
+                raise _misplaced_signature()
+            if item.get("type") == "record":
+                loaded.sections.setdefault(item["section"], []).append(item["record"])
+        return loaded
+    document = json.loads(text)
+    if "signature" in document:
+        # A signature member the cut did not find (a file re-serialised with other
+        # spacing): it signs nothing, so the file is unsigned; one holding anything
+        # besides a signature's keys, or inside signed bytes, is refused.
+        signature = document.pop("signature")
+        if opened.signed_by or not isinstance(signature, dict):
+            raise _misplaced_signature()
+        if set(signature) - SIGNATURE_KEYS:
+            raise _misplaced_signature()
     sections = document.pop("sections", {})
     loaded = _Loaded(header=document)
     for name, body in sections.items():
@@ -173,9 +180,13 @@ Progress = Callable[[int, int], None]
 
 
 def import_check(*, path: Path) -> _Loaded:
-    """Read a file and refuse (422) one that is not a Cairn export of a known version."""
+    """Read a file and refuse (422) one that is not a Cairn export of a known version.
+
+    The signature is verified first and the records parsed from the signed bytes only
+    (``export_open``); ``signed_by`` on the result says which trusted key signed them."""
+    opened = export_open(Path(path))
     try:
-        loaded = _load(Path(path))
+        loaded = _load(opened)
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise ApplicationError(
             "Not a Cairn export file (it is not readable JSON).", fields={"file": ["invalid"]}
@@ -184,6 +195,7 @@ def import_check(*, path: Path) -> _Loaded:
         raise ApplicationError(
             f"Not a {FORMAT} version {VERSION} file.", fields={"file": ["unsupported"]}
         )
+    loaded.signed_by = opened.signed_by
     return loaded
 
 
@@ -269,7 +281,7 @@ def export_import_run(
     report = ImportReport(
         workspace=workspace.name,
         source=loaded.header.get("workspace", {}).get("name", ""),
-        signed_by=export_signer(Path(path)),
+        signed_by=loaded.signed_by,
     )
     idmap: dict[str, dict[int, int]] = defaultdict(dict)
     sections = export_sections()
@@ -402,6 +414,7 @@ def _import_section(
     # that row arrives; the earlier row first points at itself ("steps aside", as
     # fact_put does) so "one current row" constraints hold at every insert.
     waiting: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    unique_seen: dict[str, set] = {}
     for record in sorted(records, key=lambda r: r["id"]):
         kwargs = {}
         later: list[tuple[str, int]] = []
@@ -438,7 +451,11 @@ def _import_section(
             if has_workspace:
                 kwargs["workspace_id"] = workspace.pk
             if not report.signed_by:
-                as_claimed(label, kwargs)
+                claimed_channel = kwargs.get("channel")
+                as_claimed(section.table, kwargs)
+                kwargs["_claimed_channel"] = claimed_channel
+                _unique_after_demotion(section.table, kwargs, unique_seen)
+                kwargs.pop("_claimed_channel")
             obj = model(**kwargs)
             obj.save(force_insert=True)
             idmap[label][record["id"]] = obj.pk
@@ -469,41 +486,53 @@ _DANGLING = object()
 UNSIGNED_NEVER = {"memory.LearnedFact"}
 
 
-def as_claimed(label: str, row: dict) -> None:
+def as_claimed(table: Table, row: dict) -> None:
     """One row of an unsigned (or untrusted) export as the agent's word, pending
     review: a file anyone can edit is no harness, person or approval.
 
-    Every channel becomes ``agent`` (samples and outcomes stop counting as
-    evidence, turns stop backing provenance); lessons are claimed (never served) at
-    the claimed confidence with no user source, pin or seal; knowledge from a user
-    or of the system category arrives as imported notes; deltas that were staged
-    or active wait in quarantine for a person, untrusted and unapproved.
+    Generic: every trust field the data map declares for the table
+    (``Table.trust``, rules in ``memory.privacy.trust_fields``) is set by its rule;
+    every channel becomes ``agent``, lessons arrive claimed without pin or seal,
+    knowledge without protections, deltas quarantined, situation lessons ended.
     """
-    if "channel" in row:
-        row["channel"] = Channel.AGENT
-    if label == "memory.Lesson":
-        if row.get("state") == LessonState.ACTIVE:
-            row["state"] = LessonState.CLAIMED
-        if row.get("source") == LessonSource.USER:
-            row["source"] = LessonSource.MODEL
-        claimed = settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
-        for name in ("confidence", "birth_confidence"):
-            if isinstance(row.get(name), int | float):
-                row[name] = min(row[name], claimed)
-        row["pinned"] = row["sealed"] = False
-    elif label == "memory.Knowledge":
-        if row.get("source") == Source.USER:
-            row["source"] = Source.IMPORT
-        if row.get("category") == Category.SYSTEM:
-            row["category"] = Category.NOTE
-        if isinstance(row.get("confidence"), int | float):
-            row["confidence"] = min(row["confidence"], 0.5)
-    elif label == "memory.SkillDelta":
-        if row.get("status") in (DeltaStatus.ACTIVE, DeltaStatus.STAGED):
-            row["status"] = DeltaStatus.QUARANTINED
-        row["trust"] = DeltaTrust.UNTRUSTED
-        row["approved_by"] = ""
-        row["approved_at"] = row["approval_samples"] = row["approval_positive"] = None
+    fields = {f.name: f.attname for f in table.model._meta.concrete_fields}
+    for name, rule in table.trust.items():
+        attname = fields[name]
+        if attname in row:
+            row[attname] = rule(row[attname])
+
+
+def _unique_after_demotion(table: Table, row: dict, seen: dict) -> None:
+    """Keep a demoted row from colliding with its sibling: an agent and a harness report
+    of one ``outcome_id`` are two rows (unique per channel) until both become the
+    agent's word. The second keeps its row, with the channel it claimed appended to the
+    first text field of the constraint (``run-7~harness``)."""
+    model = table.model
+    for constraint in model._meta.constraints:
+        if not isinstance(constraint, models.UniqueConstraint) or constraint.condition:
+            continue
+        names = list(constraint.fields)
+        if not names or not set(names) & set(table.trust):
+            continue
+        attnames = [model._meta.get_field(n).attname for n in names]
+        key = tuple(row.get(a) for a in attnames)
+        taken = seen.setdefault(constraint.name, set())
+        if key in taken:
+            text = next(
+                (
+                    model._meta.get_field(n)
+                    for n in names
+                    if n not in table.trust
+                    and isinstance(model._meta.get_field(n), models.CharField)
+                ),
+                None,
+            )
+            if text is not None:
+                suffix = f"~{row.get('_claimed_channel') or 'copy'}"
+                base = str(row.get(text.attname) or "")
+                row[text.attname] = base[: text.max_length - len(suffix)] + suffix
+                key = tuple(row.get(a) for a in attnames)
+        taken.add(key)
 
 
 def _remap(spec, value, record: dict, idmap: dict[str, dict[int, int]]):

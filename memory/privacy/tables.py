@@ -101,6 +101,10 @@ class Table:
     # (polymorphic), Prefixed("outcome:", "memory.Outcome") (an id inside a string)
     # or a tuple of InJson (ids inside a JSON value; memory.privacy.references).
     refs: Mapping[str, object] = field(default_factory=dict)
+    # Trust fields (who reported, protected, approved; state, confidence, expiry) with
+    # how an unsigned import sets each (memory.privacy.trust_fields); every trust-like
+    # field of an exported table is declared (tests/memory/privacy/test_trust_fields.py).
+    trust: Mapping[str, Callable[[object], object]] = field(default_factory=dict)
     # Columns whose values are content an API response echoes back: a stored
     # idempotency replay quoting one of them goes when the row goes.
     quoted: tuple[str, ...] = ()
