@@ -24,8 +24,15 @@ def _secret_key() -> str:
     if not key_file.exists():
         import secrets
 
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
+        # Created with its mode (never readable by others, not even for a moment) and
+        # only if absent: two processes starting at once keep the first one's key.
+        try:
+            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_urlsafe(50))
     return key_file.read_text().strip()
 
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from cairn.errors import ApplicationError
 from memory.models import DeliveryState, WebhookAttempt, WebhookDelivery, WebhookEvent
-from memory.webhooks.destination import destination_check
+from memory.webhooks.destination import destination_check, undeliverable_why
 from memory.webhooks.services import DELIVER_TASK, url_port
 from memory.webhooks.signing import (
     DELIVERY_HEADER,
@@ -41,6 +41,8 @@ DISABLED = "Not sent: the webhook is disabled."
 def _pinned(url: str) -> tuple[str, dict, dict] | None:
     """``url`` rewritten to the address just checked, with the Host header and TLS
     name of the original; None when its host is refused or does not resolve."""
+    if undeliverable_why(url):
+        return None
     parts = urlsplit(url)
     try:
         checked = destination_check(parts.hostname or "", url_port(parts), unresolved_ok=False)

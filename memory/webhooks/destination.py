@@ -26,8 +26,10 @@ address between the check and the connection (DNS rebinding) reaches nothing.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -56,6 +58,48 @@ REFUSED = (
 class Destination:
     host: str
     addresses: tuple[Address, ...]
+
+
+#: A host name as a resolver looks it up: dot-separated labels of letters, digits,
+#: hyphens (and underscores, which some zones use), after IDNA encoding.
+_DNS_NAME = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)(\.(?!-)[a-z0-9_-]{1,63}(?<!-))*\.?$")
+
+
+def undeliverable_why(url: str) -> str:
+    """Why the delivery code could never send to ``url`` as written, or "".
+
+    Decided by parsing ``url`` as delivery does (``urlsplit`` for the host it checks,
+    httpx for the request it sends) and refusing whatever the two would not carry
+    as written: a part never sent (a fragment), a host the address check and the
+    client read differently, a host that is neither an address without a zone index
+    nor a name a resolver can look up. ``memory.webhooks.delivery`` asks the same
+    before every attempt, so a form and a delivery cannot disagree.
+    """
+    import httpx  # the client delivery uses; imported here, where it is needed
+
+    parts = urlsplit(url)
+    try:
+        wire = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError):
+        return "the HTTP client cannot read it"
+    if parts.fragment or wire.fragment or url.rstrip().endswith("#"):
+        return "the part after # is never sent to the receiver; remove it"
+    host = parts.hostname or ""
+    if host_fold(wire.host or "") != host_fold(host):
+        return "the address checked and the address connected to would differ"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            ascii_name = host.encode("idna").decode("ascii").lower()
+        except UnicodeError:
+            return f"{host!r} is not a host name a resolver can look up"
+        if not _DNS_NAME.match(ascii_name):
+            return f"{host!r} is not a host name a resolver can look up"
+        return ""
+    if getattr(address, "scope_id", None) or "%" in host:
+        return "a zone index (%...) names a network interface of this machine"
+    return ""
 
 
 def host_fold(host: str) -> str:

@@ -36,7 +36,7 @@ from memory.models import (
     Workspace,
 )
 from memory.models.webhooks import URL_MAX_CHARS
-from memory.webhooks.destination import destination_check
+from memory.webhooks.destination import destination_check, undeliverable_why
 from memory.webhooks.signing import webhook_secret
 
 logger = logging.getLogger(__name__)
@@ -87,6 +87,9 @@ def webhook_url_clean(url) -> str:
             f"The URL looks like it carries a {finding.kind if finding else 'password'}: "
             "Cairn never stores secrets. Receivers check the X-Cairn-Signature header instead.",
         )
+    why = undeliverable_why(url)
+    if why:
+        raise _refuse("url", f"Cairn could never deliver to that URL: {why}.")
     # Refused now when its address is already known to be internal; checked again at
     # every delivery, where an unresolvable name fails.
     destination_check(parts.hostname, url_port(parts), unresolved_ok=True)
