@@ -27,6 +27,7 @@ from django.core.cache import cache
 from django.http import JsonResponse
 
 from agents.auth import request_token
+from agents.body_caps import body_cap
 from cairn.errors import error_body
 from cairn.guard import refuse_body
 
@@ -79,11 +80,33 @@ def too_large(request, limit: int) -> JsonResponse:
     )
 
 
+API_PREFIX = "/api/v1/"
+WRITES = frozenset({"POST", "PUT", "PATCH"})
+
+
+def body_too_large(request, cap: int) -> JsonResponse:
+    """413 for a body over its operation's cap (``agents.body_caps``), before it is read."""
+    refuse_body(request)
+    return JsonResponse(
+        error_body(
+            "too_large",
+            f"The request body is larger than {cap} bytes, the most this operation's "
+            "fields can hold.",
+            {"body": [f"larger than {cap} bytes"]},
+        ),
+        status=413,
+    )
+
+
 class RequestBudgetMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        if request.method in WRITES and request.path.startswith(API_PREFIX):
+            cap = body_cap(request)
+            if cap is not None and _content_length(request) > cap:
+                return body_too_large(request, cap)
         if request.method != "POST" or not SCANNING_PATHS.match(request.path):
             return self.get_response(request)
         length = _content_length(request)

@@ -126,9 +126,21 @@ class EmbeddingField(serializers.Field):
         return list(value)
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {},
+        # Its bound in bytes as JSON, read by agents.body_caps (the body cap).
+        "x-max-bytes": settings.CAIRN_METADATA_MAX_BYTES,
+    }
+)
+class MetadataField(serializers.DictField):
+    pass
+
+
 def metadata_field(**kwargs):
     """The optional ``metadata`` field every write that takes one declares alike."""
-    return serializers.DictField(
+    return MetadataField(
         required=False,
         help_text='Free JSON object (at most 8 KB), e.g. {"source_url": "..."}.',
         **kwargs,

@@ -1,0 +1,121 @@
+"""The largest body each API write can need, derived from its request schema.
+
+Every write operation's request body is described by its serializer (through the
+drf-spectacular schema): strings have a ``maxLength``, lists a ``maxItems``. The cap
+is the size of the largest valid body, written as JSON with every character escaped
+(``\\uXXXX``, six bytes), plus a little room for whitespace. A body whose
+``Content-Length`` is over its operation's cap is refused (413) before it is read,
+so a 2.4 MB body to ``/knowledge/`` costs nothing but the refusal.
+
+A schema part without a bound (a free-form JSON object, a string without
+``maxLength``) falls back to ``DATA_UPLOAD_MAX_MEMORY_SIZE``, which Django enforces for
+every request anyway; ``body_caps()`` lists them, and ``docs/operating/limits.md``
+says which they are.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from django.conf import settings
+from django.urls import Resolver404, resolve
+
+#: A character as JSON may carry it: ``\\uXXXX``.
+ESCAPED_CHAR_BYTES = 6
+#: Room for a client's whitespace and key order around the largest valid body.
+SLACK_BYTES = 4096
+SCALAR_BYTES = 32
+WRITE_METHODS = ("post", "put", "patch")
+_MAX_DEPTH = 12
+
+
+def _size(schema: dict, components: dict, depth: int = 0) -> int | None:
+    """Bytes of the largest JSON value ``schema`` admits, or None when unbounded."""
+    if depth > _MAX_DEPTH:
+        return None
+    if "x-max-bytes" in schema:  # a JSON value bounded by its size (metadata)
+        return schema["x-max-bytes"] * ESCAPED_CHAR_BYTES
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return _size(components.get(name, {}), components, depth + 1)
+    for key in ("allOf", "oneOf", "anyOf"):
+        if key in schema:
+            parts = [_size(part, components, depth + 1) for part in schema[key]]
+            if any(p is None for p in parts):
+                return None
+            return sum(parts) if key == "allOf" else max(parts, default=0)
+    kind = schema.get("type")
+    if kind == "string":
+        if "enum" in schema:
+            return (
+                max((len(str(v)) for v in schema["enum"] if v is not None), default=0)
+                * (ESCAPED_CHAR_BYTES)
+                + 2
+            )
+        if "maxLength" in schema:
+            return schema["maxLength"] * ESCAPED_CHAR_BYTES + 2
+        if schema.get("format") in ("date-time", "date", "uuid", "decimal"):
+            return 64
+        return None
+    if kind in ("integer", "number", "boolean"):
+        return SCALAR_BYTES
+    if kind == "array":
+        item = _size(schema.get("items", {}), components, depth + 1)
+        if item is None or "maxItems" not in schema:
+            return None
+        return schema["maxItems"] * (item + 1) + 2
+    if kind == "object" or "properties" in schema:
+        if schema.get("additionalProperties") not in (None, False):
+            return None
+        properties = schema.get("properties")
+        if not properties:
+            return None  # free-form JSON
+        total = 2
+        for name, part in properties.items():
+            value = _size(part, components, depth + 1)
+            if value is None:
+                return None
+            total += len(name) * ESCAPED_CHAR_BYTES + 4 + value
+        return total
+    return None
+
+
+@functools.cache
+def body_caps() -> dict[tuple[str, str], int | None]:
+    """``{(url name, METHOD): cap in bytes, or None when the schema has no bound}`` for
+    every write operation of the agent API."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    components = schema.get("components", {}).get("schemas", {})
+    caps: dict[tuple[str, str], int | None] = {}
+    for path, operations in schema["paths"].items():
+        url = re.sub(r"\{[^}]+\}", "1", path)
+        try:
+            match = resolve(url)
+        except Resolver404:
+            continue
+        if match.namespace != "agents":
+            continue
+        for method, operation in operations.items():
+            if method not in WRITE_METHODS:
+                continue
+            content = operation.get("requestBody", {}).get("content", {})
+            body = content.get("application/json", {}).get("schema")
+            size = _size(body, components) if body else 0
+            caps[(match.url_name, method.upper())] = None if size is None else size + SLACK_BYTES
+    return caps
+
+
+def body_cap(request) -> int | None:
+    """The cap on this request's body: its operation's, else Django's own limit."""
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        return None
+    if match.namespace != "agents":
+        return None
+    cap = body_caps().get((match.url_name, request.method))
+    general = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return general if cap is None else min(cap, general)
