@@ -36,16 +36,10 @@ from django.db.models.functions import Cast
 
 from memory.lessons.confidence_rebuild import confidence_rebuild
 from memory.models import (
-    Category,
     Channel,
-    DeltaStatus,
-    DeltaTrust,
-    LessonSource,
-    LessonState,
-    SituationLessonState,
-    Source,
     Workspace,
 )
+from memory.privacy import trust_fields
 from memory.privacy.derivations import (
     confidence_owners,
     decision_for,
@@ -62,7 +56,7 @@ from memory.privacy.queries import by, by_agent, session_ref, text_match
 from memory.privacy.references import InJson
 from memory.privacy.selection import Selector
 from memory.privacy.tables import CONTENT, DERIVED, KEPT, ById, Derivation, Prefixed, Table
-from memory.privacy.trust_fields import Kept, capped, mapped, now, to
+from memory.privacy.trust_fields import to
 
 _LEDGER_TARGETS = ById("target_type", {"lesson": "memory.Lesson", "knowledge": "memory.Knowledge"})
 
@@ -147,15 +141,7 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="lessons",
-            trust={
-                "channel": to(Channel.AGENT),
-                "state": mapped({LessonState.ACTIVE: LessonState.CLAIMED}),
-                "source": mapped({LessonSource.USER: LessonSource.MODEL}),
-                "confidence": capped("CAIRN_LESSON_CLAIMED_CONFIDENCE"),
-                "birth_confidence": capped("CAIRN_LESSON_CLAIMED_CONFIDENCE"),
-                "pinned": to(False),
-                "sealed": to(False),
-            },
+            trust=trust_fields.LESSONS_TRUST,
             quoted=("text",),
             # A merged lesson's bounded evidence list: the latest outcome ids and the
             # lessons folded into it.
@@ -233,11 +219,7 @@ def _entries() -> list[Table]:
                 "session": by("session_id"),
             },
             export="outcomes",
-            trust={
-                "channel": to(Channel.AGENT),
-                "passed": Kept("an agent-channel outcome never counts as evidence"),
-                "reported_passed": Kept("the client's claim, shown for review only"),
-            },
+            trust=trust_fields.OUTCOMES_TRUST,
             refs={
                 "in_play": (InJson(("*", "id"), _PLAYED, by="type"),),
                 # The body the first POST answered, replayed on retries.
@@ -282,15 +264,7 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="knowledge",
-            trust={
-                "channel": to(Channel.AGENT),
-                "source": mapped({Source.USER: Source.IMPORT}),
-                "category": mapped({Category.SYSTEM: Category.NOTE}),
-                "confidence": capped(0.5),
-                "pinned": to(False),
-                "sealed": to(False),
-                "status": Kept("archived or active is the item's life, not its trust"),
-            },
+            trust=trust_fields.KNOWLEDGE_TRUST,
             export_exclude=("embedding", "search_vector"),
             quoted=("content", "entity", "metadata"),
         ),
@@ -349,14 +323,7 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="situation_lessons",
-            trust={
-                # Written only by the server from a harness-declared blocker: from a
-                # file, history to read, never a blocker /context/ serves.
-                "state": mapped({SituationLessonState.ACTIVE: SituationLessonState.SUPERSEDED}),
-                "expires_at": now(),
-                "ended_at": now(),
-                "confidence": capped("CAIRN_LESSON_CLAIMED_CONFIDENCE"),
-            },
+            trust=trust_fields.SITUATION_LESSONS_TRUST,
             quoted=("content", "detail", "unblock", "probe"),
         ),
         Table(
@@ -367,10 +334,7 @@ def _entries() -> list[Table]:
             selectors={"agent": by_agent(), "session": by("session_id")},
             cascades_from=("memory.TurnRecovery",),
             export="situation_events",
-            trust={
-                "channel": to(Channel.AGENT),
-                "source": Kept("what the event says happened; its channel says who said it"),
-            },
+            trust=trust_fields.SITUATION_EVENTS_TRUST,
             refs={"details": (InJson(("lesson_id",), "memory.SituationLesson"),)},
         ),
         # ---- skills and learned deltas
@@ -412,11 +376,7 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="learned_facts",
-            trust={
-                "channel": to(Channel.AGENT),
-                "provenance_source": Kept("never imported from an unsigned file (UNSIGNED_NEVER)"),
-                "provenance": Kept("never imported from an unsigned file (UNSIGNED_NEVER)"),
-            },
+            trust=trust_fields.LEARNED_FACTS_TRUST,
             quoted=("key", "value"),
         ),
         Table(
@@ -439,22 +399,7 @@ def _entries() -> list[Table]:
             ),
             lineage="superseded_by",
             export="skill_deltas",
-            trust={
-                "channel": to(Channel.AGENT),
-                "status": mapped(
-                    {
-                        DeltaStatus.ACTIVE: DeltaStatus.QUARANTINED,
-                        DeltaStatus.STAGED: DeltaStatus.QUARANTINED,
-                    }
-                ),
-                "trust": to(DeltaTrust.UNTRUSTED),
-                "approved_by": to(""),
-                "approved_at": to(None),
-                "approval_samples": to(None),
-                "approval_positive": to(None),
-                "provenance_source": Kept("quarantined and untrusted whatever it says"),
-                "provenance": Kept("quarantined and untrusted whatever it says"),
-            },
+            trust=trust_fields.SKILL_DELTAS_TRUST,
             # A consolidation umbrella names its members (the M2M says it too).
             refs={"provenance": (InJson(("members", "*"), "memory.SkillDelta"),)},
             # decision_seen: ids and tool names to rebuild a review's diff here, not data

@@ -29,7 +29,8 @@ from memory.privacy.exports import FORMAT, VERSION, Section, export_sections
 from memory.privacy.integrity import references_dangling
 from memory.privacy.references import json_remap, json_specs
 from memory.privacy.signing import SIGNATURE_KEYS, TRAILER_TYPE, OpenedExport, export_open
-from memory.privacy.tables import ById, Table
+from memory.privacy.tables import ById
+from memory.privacy.trust_fields import as_claimed, unique_after_demotion
 from memory.skills.skillmd import delta_line
 
 
@@ -454,7 +455,7 @@ def _import_section(
                 claimed_channel = kwargs.get("channel")
                 as_claimed(section.table, kwargs)
                 kwargs["_claimed_channel"] = claimed_channel
-                _unique_after_demotion(section.table, kwargs, unique_seen)
+                unique_after_demotion(section.table, kwargs, unique_seen)
                 kwargs.pop("_claimed_channel")
             obj = model(**kwargs)
             obj.save(force_insert=True)
@@ -484,55 +485,6 @@ _DANGLING = object()
 # Rows an unsigned import never brings: a learned fact is read by tools the moment
 # it exists, with no review in between.
 UNSIGNED_NEVER = {"memory.LearnedFact"}
-
-
-def as_claimed(table: Table, row: dict) -> None:
-    """One row of an unsigned (or untrusted) export as the agent's word, pending
-    review: a file anyone can edit is no harness, person or approval.
-
-    Generic: every trust field the data map declares for the table
-    (``Table.trust``, rules in ``memory.privacy.trust_fields``) is set by its rule;
-    every channel becomes ``agent``, lessons arrive claimed without pin or seal,
-    knowledge without protections, deltas quarantined, situation lessons ended.
-    """
-    fields = {f.name: f.attname for f in table.model._meta.concrete_fields}
-    for name, rule in table.trust.items():
-        attname = fields[name]
-        if attname in row:
-            row[attname] = rule(row[attname])
-
-
-def _unique_after_demotion(table: Table, row: dict, seen: dict) -> None:
-    """Keep a demoted row from colliding with its sibling: an agent and a harness report
-    of one ``outcome_id`` are two rows (unique per channel) until both become the
-    agent's word. The second keeps its row, with the channel it claimed appended to the
-    first text field of the constraint (``run-7~harness``)."""
-    model = table.model
-    for constraint in model._meta.constraints:
-        if not isinstance(constraint, models.UniqueConstraint) or constraint.condition:
-            continue
-        names = list(constraint.fields)
-        if not names or not set(names) & set(table.trust):
-            continue
-        attnames = [model._meta.get_field(n).attname for n in names]
-        key = tuple(row.get(a) for a in attnames)
-        taken = seen.setdefault(constraint.name, set())
-        if key in taken:
-            text = next(
-                (
-                    model._meta.get_field(n)
-                    for n in names
-                    if n not in table.trust
-                    and isinstance(model._meta.get_field(n), models.CharField)
-                ),
-                None,
-            )
-            if text is not None:
-                suffix = f"~{row.get('_claimed_channel') or 'copy'}"
-                base = str(row.get(text.attname) or "")
-                row[text.attname] = base[: text.max_length - len(suffix)] + suffix
-                key = tuple(row.get(a) for a in attnames)
-        taken.add(key)
 
 
 def _remap(spec, value, record: dict, idmap: dict[str, dict[int, int]]):

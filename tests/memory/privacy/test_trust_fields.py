@@ -1,6 +1,6 @@
 """Trust fields declared once per table in the export data map (issue 56, item 6).
 
-The unsigned import's clean-up (``imports.as_claimed``) knows no table: it applies the
+The unsigned import's clean-up (``trust_fields.as_claimed``) knows no table: it applies the
 rules each ``Table.trust`` declares. The first test is built from the model registry
 and fails when an exported model has a trust-like field its table does not declare;
 the others import an unsigned file and look at what arrived.
