@@ -76,11 +76,53 @@ def require_role(role: str):
                 raise PermissionDenied(f"This needs the {role} role in this workspace.")
             request.membership = membership
             request.workspace = membership.workspace
-            return view(request, *args, **kwargs)
+            try:
+                return view(request, *args, **kwargs)
+            except Http404:
+                request.cairn_elsewhere = _elsewhere(request, view, role, args, kwargs)
+                raise
 
         return wrapped
 
     return decorator
+
+
+def _elsewhere(request, view, role: str, args, kwargs) -> str:
+    """The name of another of the person's workspaces where this page exists, or "".
+
+    A link without ``?ws=`` (an old bookmark, a pasted URL) to an item of another of
+    their workspaces was a bare 404. The 404 page offers to open it there instead: the
+    same view is asked again in each other workspace where the person has the role,
+    for a plain page load only (a GET changes nothing), and nothing about a workspace
+    they are not in is revealed.
+    """
+    if request.method != "GET" or request.headers.get("HX-Request"):
+        return ""
+    if request.GET.get(WORKSPACE_PARAM) is not None:
+        return ""
+    current = request.membership
+    others = (
+        Membership.objects.select_related("workspace")
+        .filter(user=request.user)
+        .exclude(workspace_id=current.workspace_id)
+        .order_by("workspace__name")
+    )
+    try:
+        for other in others:
+            if not other.allows(role):
+                continue
+            request._cairn_membership = request.membership = other
+            request.workspace = other.workspace
+            try:
+                response = view(request, *args, **kwargs)
+            except (Http404, PermissionDenied):
+                continue
+            if response.status_code == 200:
+                return other.workspace.name
+    finally:
+        request._cairn_membership = request.membership = current
+        request.workspace = current.workspace
+    return ""
 
 
 def actor_for(request) -> Actor:
