@@ -65,8 +65,11 @@ def members_role(request, pk: int):
     if membership is None:
         raise Http404("No such member in this workspace.")
     role = request.POST.get("role", "")
+    reason = request.POST.get("reason", "")
     changed, error = call_service(
-        lambda: member_role_set(membership=membership, role=role, actor=actor_for(request))
+        lambda: member_role_set(
+            membership=membership, role=role, actor=actor_for(request), reason=reason
+        )
     )
     if error:
         messages.error(request, error)
