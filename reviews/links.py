@@ -15,6 +15,7 @@ A link that already names a workspace is left alone (a switcher may name another
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from html.parser import HTMLParser
@@ -31,8 +32,19 @@ URL_ATTRIBUTES = frozenset(
 NAMESPACE = "reviews"
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def needs_workspace(path: str) -> bool:
     """Whether ``path`` is served by a review view (which reads ``?ws=``)."""
+    # Ids do not change which view serves a path: /lessons/12/ and /lessons/13/ are
+    # resolved once, as /lessons/0/ (a page can list hundreds of rows).
+    return _needs_workspace(_DIGITS.sub("0", path))
+
+
+@functools.lru_cache(maxsize=4096)
+def _needs_workspace(path: str) -> bool:
+    # The URLconf does not change while a process runs.
     try:
         match = resolve(path)
     except Resolver404:
@@ -42,17 +54,21 @@ def needs_workspace(path: str) -> bool:
 
 def with_workspace(url: str, *, workspace_name: str, current_path: str = "/") -> str:
     """``url`` with ``ws=<workspace_name>`` added, if it is a review URL without one."""
+    if not url or url[0] == "#" or url.startswith("javascript:"):
+        return url
     parts = urlsplit(url)
-    if parts.scheme or parts.netloc or url.startswith("#") or url.startswith("javascript:"):
+    if parts.scheme or parts.netloc:
         return url
     path = parts.path or current_path
     if not path.startswith("/") or not needs_workspace(path):
         return url
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(key == WORKSPACE_PARAM for key, _ in query):
+    if parts.query and any(
+        key == WORKSPACE_PARAM for key, _ in parse_qsl(parts.query, keep_blank_values=True)
+    ):
         return url
-    query.append((WORKSPACE_PARAM, workspace_name))
-    return urlunsplit(("", "", parts.path, urlencode(query), parts.fragment))
+    pair = urlencode({WORKSPACE_PARAM: workspace_name})
+    query = f"{parts.query}&{pair}" if parts.query else pair
+    return urlunsplit(("", "", parts.path, query, parts.fragment))
 
 
 class _StartTags(HTMLParser):
