@@ -32,14 +32,15 @@ URL_ATTRIBUTES = frozenset(
 NAMESPACE = "reviews"
 
 
-_DIGITS = re.compile(r"\d+")
+_DIGIT = re.compile(r"\d")
 
 
 def needs_workspace(path: str) -> bool:
     """Whether ``path`` is served by a review view (which reads ``?ws=``)."""
     # Ids do not change which view serves a path: /lessons/12/ and /lessons/13/ are
-    # resolved once, as /lessons/0/ (a page can list hundreds of rows).
-    return _needs_workspace(_DIGITS.sub("0", path))
+    # resolved once, as /lessons/00/ (a page can list hundreds of rows). Digit by digit,
+    # so a fixed-length part (a project's 64-character digest) keeps its length.
+    return _needs_workspace(_DIGIT.sub("0", path))
 
 
 @functools.lru_cache(maxsize=4096)
