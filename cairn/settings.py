@@ -85,6 +85,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
     "reviews.session.ExpiredSessionMiddleware",
+    # Every review link, form and redirect names its workspace (reviews/links.py).
+    "reviews.links.WorkspaceLinksMiddleware",
     "agents.guard.WriteGuardMiddleware",
     "agents.idempotency.IdempotencyMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into its lockout answer.

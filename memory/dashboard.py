@@ -6,7 +6,7 @@ from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, F, Func, IntegerField, Q, Value
+from django.db.models import Count, Exists, F, Func, IntegerField, Q, Value
 from django.db.models.functions import Least, TruncDate
 from django.utils import timezone
 
@@ -16,11 +16,13 @@ from memory.models import (
     Agent,
     ApiToken,
     AuditEvent,
+    ConfidenceChange,
     JobRun,
     Knowledge,
     KnowledgeStatus,
     Lesson,
     LessonState,
+    Outcome,
     SkillDelta,
     Workspace,
 )
@@ -40,6 +42,25 @@ def dashboard_counts(*, workspace: Workspace) -> dict:
             )[:5]
         ),
     }
+
+
+def first_steps(*, workspace: Workspace) -> dict[str, bool]:
+    """A new workspace's first hour, each step ticked by what happened, not by a click:
+    an agent remembered something, its harness posted an outcome, a lesson was learned,
+    and a lesson gained weight from outside (a harness outcome or a person). One query."""
+    lesson_raised = ConfidenceChange.objects.filter(
+        workspace=workspace,
+        target_type="lesson",
+        channel__in=("harness", "person"),
+        after__gt=F("before"),
+    )
+    row = Workspace.objects.filter(pk=workspace.pk).aggregate(
+        remembered=Count("pk", filter=Q(Exists(Knowledge.objects.filter(workspace=workspace)))),
+        outcome=Count("pk", filter=Q(Exists(Outcome.objects.filter(workspace=workspace)))),
+        lesson=Count("pk", filter=Q(Exists(Lesson.objects.filter(workspace=workspace)))),
+        confirmed=Count("pk", filter=Q(Exists(lesson_raised))),
+    )
+    return {key: bool(value) for key, value in row.items()}
 
 
 # --- "what needs me, and is memory healthy?" ------------------------------------------------

@@ -134,18 +134,59 @@ def require_role(view=None, /):
         def wrapped(request, *args, **kwargs):
             if not hasattr(request, "membership"):
                 raise ImproperlyConfigured("RoleMiddleware must run before a review view.")
-            if stated is not None:
-                declared = roles.ui_role(request.resolver_match.url_name)
-                if stated != declared:
-                    raise ImproperlyConfigured(
-                        f"{view.__qualname__} states {stated!r}, the roles table {declared!r}."
-                    )
-            return view(request, *args, **kwargs)
+            declared = roles.ui_role(request.resolver_match.url_name)
+            if stated is not None and stated != declared:
+                raise ImproperlyConfigured(
+                    f"{view.__qualname__} states {stated!r}, the roles table {declared!r}."
+                )
+            try:
+                return view(request, *args, **kwargs)
+            except Http404:
+                request.cairn_elsewhere = _elsewhere(request, view, declared, args, kwargs)
+                raise
 
         wrapped.role_stated = stated
         return wrapped
 
     return decorator if view is None else decorator(view)
+
+
+def _elsewhere(request, view, role: str, args, kwargs) -> str:
+    """The name of another of the person's workspaces where this page exists, or "".
+
+    A link without ``?ws=`` (an old bookmark, a pasted URL) to an item of another of
+    their workspaces was a bare 404. The 404 page offers to open it there instead: the
+    same view is asked again in each other workspace where the person has the role,
+    for a plain page load only (a GET changes nothing), and nothing about a workspace
+    they are not in is revealed.
+    """
+    if request.method != "GET" or request.headers.get("HX-Request"):
+        return ""
+    if request.GET.get(WORKSPACE_PARAM) is not None:
+        return ""
+    current = request.membership
+    others = (
+        Membership.objects.select_related("workspace")
+        .filter(user=request.user)
+        .exclude(workspace_id=current.workspace_id)
+        .order_by("workspace__name")
+    )
+    try:
+        for other in others:
+            if not roles.role_allows(held=other.role, needed=role):
+                continue
+            request._cairn_membership = request.membership = other
+            request.workspace = other.workspace
+            try:
+                response = view(request, *args, **kwargs)
+            except (Http404, PermissionDenied):
+                continue
+            if response.status_code == 200:
+                return other.workspace.name
+    finally:
+        request._cairn_membership = request.membership = current
+        request.workspace = current.workspace
+    return ""
 
 
 def actor_for(request) -> Actor:

@@ -77,4 +77,5 @@ def workspace(request):
         "workspace_switched": getattr(request, "workspace_switched", None),
         "counts_poll_s": settings.CAIRN_UI_COUNTS_POLL_S,
         "docs_url": settings.CAIRN_DOCS_URL.rstrip("/") + "/",
+        "site_url": settings.SITE_URL,
     }

@@ -40,6 +40,7 @@ urlpatterns = [
     path(
         "workspace/settings/save/", settings.workspace_settings_save, name="workspace_settings_save"
     ),
+    path("workspace/new/", settings.workspace_new, name="workspace_new"),
     path("agents/", agents.agents, name="agents"),
     path("agents/new/", agents.agents_create, name="agents_create"),
     path("agents/<int:pk>/tokens/", agents.agents_token_issue, name="agents_token_issue"),

@@ -104,10 +104,20 @@ def _last_admin_refuse(membership: Membership) -> None:
 
 
 @transaction.atomic
-def member_role_set(*, membership: Membership, role: str, actor: Actor) -> bool:
-    """Change a member's role; returns whether it changed."""
+def member_role_set(*, membership: Membership, role: str, actor: Actor, reason: str = "") -> bool:
+    """Change a member's role; returns whether it changed.
+
+    Making someone an admin hands them members, tokens, exports and erasure: like a
+    removal it needs a reason, kept in the audit log.
+    """
     _admin_only(actor, membership.workspace)
     _role_check(role)
+    reason = (reason or "").strip()
+    if role == Role.ADMIN and membership.role != Role.ADMIN and not reason:
+        raise ApplicationError(
+            "Say why this person becomes an admin: the reason is kept in the audit log.",
+            fields={"reason": ["required"]},
+        )
     locked = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
     if locked.role == role:
         return False
@@ -124,6 +134,7 @@ def member_role_set(*, membership: Membership, role: str, actor: Actor) -> bool:
         target_type="user",
         target_id=locked.user_id,
         details={"from": previous, "to": role},
+        reason=reason,
     )
     return True
 

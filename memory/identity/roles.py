@@ -59,6 +59,7 @@ UI_ROLES: dict[str, str] = {
     "members_remove": ADMIN,
     "workspace_settings": ADMIN,
     "workspace_settings_save": ADMIN,
+    "workspace_new": ADMIN,
     "agents": ADMIN,
     "agents_create": ADMIN,
     "agents_token_issue": ADMIN,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -55,6 +56,40 @@ def workspace_get_or_create(
             target_type="workspace",
             target_id=workspace.pk,
         )
+    return workspace
+
+
+WORKSPACE_NAME_RE = r"^[a-z0-9][a-z0-9-]{0,63}$"
+
+
+@transaction.atomic
+def workspace_create(*, name: str, display_name: str = "", actor: Actor, creator_of: Workspace):
+    """A new workspace made by an admin of ``creator_of``, who becomes its first admin.
+
+    The name is what links carry (``?ws=<name>``): lower-case letters, digits and
+    dashes, 1-64 characters, unique.
+    """
+    actor_require_role(actor, workspace=creator_of, roles=[Role.ADMIN], action="create a workspace")
+    name = (name or "").strip()
+    if not re.match(WORKSPACE_NAME_RE, name):
+        raise ApplicationError(
+            "Workspace name must be 1-64 lower-case letters, digits or dashes, e.g. team-b.",
+            fields={"name": ["invalid"]},
+        )
+    if Workspace.objects.filter(name=name).exists():
+        raise ApplicationError(
+            f"A workspace called {name!r} exists already.", fields={"name": ["taken"]}
+        )
+    workspace = Workspace.objects.create(name=name, display_name=(display_name or name)[:200])
+    Membership.objects.create(user=actor.user, workspace=workspace, role=Role.ADMIN)
+    audit_record(
+        workspace=workspace,
+        actor=actor.label,
+        action="workspace.create",
+        target_type="workspace",
+        target_id=workspace.pk,
+        details={"from_workspace": creator_of.name},
+    )
     return workspace
 
 

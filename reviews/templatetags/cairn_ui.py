@@ -27,17 +27,33 @@ CHANNEL_LABELS = {
 
 
 # A settled contradiction in words: "keep_a" read as "keep a" meant nothing to anyone.
+# The side let go is retired if it is a lesson and archived if it is knowledge.
 RESOLVED_WORDS = {
-    "keep_a": "kept A, retired B",
-    "keep_b": "kept B, retired A",
+    "keep_a": "kept A, {b_gone} B",
+    "keep_b": "kept B, {a_gone} A",
     "keep_both": "kept both",
     "edit": "edited into one",
 }
 
 
+def _gone(target_type: str) -> str:
+    return "retired" if target_type == "lesson" else "archived"
+
+
+def resolution_words(resolution: str, item=None) -> str:
+    words = RESOLVED_WORDS.get(resolution, resolution)
+    return words.format(
+        a_gone=_gone(getattr(item, "a_type", "lesson")),
+        b_gone=_gone(getattr(item, "b_type", "lesson")),
+    )
+
+
 @register.filter
-def resolved_words(resolution: str) -> str:
-    return RESOLVED_WORDS.get(resolution, resolution)
+def resolved_words(item) -> str:
+    """A resolved review item's resolution in words (the item, or a bare resolution)."""
+    if isinstance(item, str):
+        return resolution_words(item)
+    return resolution_words(item.resolution, item)
 
 
 @register.inclusion_tag("reviews/_channel.html")
@@ -249,3 +265,21 @@ def toast_follow(message) -> str:
         url,
         every,
     )
+
+
+@register.filter
+def key_words(name) -> str:
+    """A machine key or table name for people: ``knowledge_edges`` → "knowledge edges",
+    ``memory.Knowledge`` → "Knowledge"."""
+    text = str(name or "")
+    if "." in text:
+        text = text.rsplit(".", 1)[1]
+    return text.replace("_", " ").replace("-", " ").strip()
+
+
+@register.filter
+def size_words(size) -> str:
+    """Bytes for people: 536870912 → "512 MB" (Django's filesizeformat says "512.0 MB")."""
+    from django.template.defaultfilters import filesizeformat
+
+    return str(filesizeformat(size)).replace(".0\xa0", "\xa0").replace(".0 ", " ")

@@ -23,7 +23,7 @@ from reviews.access import actor_for, require_role
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
 from reviews.pagination import paginate
-from reviews.templatetags.cairn_ui import RESOLVED_WORDS
+from reviews.templatetags.cairn_ui import resolution_words
 
 TEMPLATE = "reviews/contradictions.html"
 STATUSES = [("open", "open"), ("resolved", "resolved"), ("all", "all")]
@@ -72,7 +72,7 @@ def contradictions_resolve(request, pk: int, resolution: str):
                 text=request.POST.get("text", ""),
             )
             messages.success(
-                request, f"Item {item.pk} resolved: {RESOLVED_WORDS.get(resolution, resolution)}."
+                request, f"Item {item.pk} resolved: {resolution_words(resolution, item)}."
             )
         except ApplicationError as exc:
             error = exc.message

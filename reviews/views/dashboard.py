@@ -12,6 +12,7 @@ from memory.core.selectors import job_runs_per_day
 from memory.dashboard import (
     confidence_histograms,
     dashboard_counts,
+    first_steps,
     lesson_changes,
     lesson_health_counts,
     lessons_per_day,
@@ -105,7 +106,10 @@ def dashboard(request):
     kpis = skill_kpis(workspace=workspace)
     trend = lessons_per_day(workspace=workspace)
     histograms = confidence_histograms(workspace=workspace)
+    steps = first_steps(workspace=workspace)
     context = {
+        "steps": steps,
+        "getting_started": not all(steps.values()),
         "counts": dashboard_counts(workspace=workspace),
         "situations": situation_counts(workspace=workspace, now=timezone.now()),
         "jobs_chart": job_runs_chart(days),

@@ -41,6 +41,7 @@ from memory.models import Lesson, LessonScope, LessonState
 from reviews.access import actor_for, require_role
 from reviews.forms import LessonEditForm, ReasonForm, form_errors_from
 from reviews.htmx import redirect_back, render_action, render_page, wants_fragment
+from reviews.ledger_words import describe_changes, provenance
 from reviews.pagination import paginate
 
 LIST = "reviews/lessons.html"
@@ -155,6 +156,7 @@ def _detail_context(request, lesson: Lesson, **extra) -> dict:
         version["more"] = max(0, len(outcomes) - OUTCOME_CHIPS_SHOWN)
         for change in version["changes"]:
             change["outcome_pk"] = _outcome_pk(change["evidence_id"])
+    describe_changes([change for version in versions for change in version["changes"]])
     rows = [v["lesson"] for v in versions]
     evidence = list(lesson.evidence.select_related("outcome"))
     head = next((row for row in rows if row.pk == history["id"]), lesson)
@@ -169,6 +171,7 @@ def _detail_context(request, lesson: Lesson, **extra) -> dict:
         "lesson": lesson,
         "head": head,
         "weight": "earned" if earned else "claimed",
+        "provenance": provenance(lesson),
         "versions": versions,
         # Newest first and bounded: a global lesson can gather thousands of outcomes.
         "evidence": evidence[::-1][:EVIDENCE_SHOWN],

@@ -17,6 +17,7 @@ from memory.identity.members import (
     member_remove,
     member_role_set,
 )
+from memory.identity.roles import role_lines
 from memory.models import Role
 from reviews.access import actor_for, call_service, require_role
 from reviews.htmx import redirect_back
@@ -28,6 +29,7 @@ def _page(request, *, status: int = 200, **extra):
     context = {
         "members": member_list(workspace=request.workspace),
         "roles": Role.values,
+        "role_lines": [sentence for _, sentence in role_lines()],
         "me": request.user.pk,
         **extra,
     }
@@ -65,8 +67,11 @@ def members_role(request, pk: int):
     if membership is None:
         raise Http404("No such member in this workspace.")
     role = request.POST.get("role", "")
+    reason = request.POST.get("reason", "")
     changed, error = call_service(
-        lambda: member_role_set(membership=membership, role=role, actor=actor_for(request))
+        lambda: member_role_set(
+            membership=membership, role=role, actor=actor_for(request), reason=reason
+        )
     )
     if error:
         messages.error(request, error)

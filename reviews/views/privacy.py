@@ -87,11 +87,16 @@ def _form_state(post) -> dict:
     }
 
 
+# Django's plural of a mass noun reads oddly ("knowledges"): the words people use.
+PLAIN_NAMES = {"knowledges": "knowledge items"}
+
+
 def _table_name(label: str) -> str:
     table = TABLES.get(label)
     if table is None:
         return label
-    return str(table.model._meta.verbose_name_plural)
+    name = str(table.model._meta.verbose_name_plural)
+    return PLAIN_NAMES.get(name, name)
 
 
 def _rows(counts: dict[str, int]) -> list[dict]:

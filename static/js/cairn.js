@@ -142,9 +142,20 @@
         copy.textContent = "Copied";
         copy.classList.add("copied");
       };
-      source.select();
+      // An input is selected as it is; a <pre> or <code> (an install line, a password)
+      // is copied by its text.
+      const text = "value" in source ? source.value : source.textContent;
+      if (source.select) {
+        source.select();
+      } else {
+        const range = document.createRange();
+        range.selectNodeContents(source);
+        const selection = window.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+      }
       if (navigator.clipboard && window.isSecureContext) {
-        navigator.clipboard.writeText(source.value).then(done, function () {
+        navigator.clipboard.writeText(text).then(done, function () {
           document.execCommand("copy") && done();
         });
       } else if (document.execCommand("copy")) {

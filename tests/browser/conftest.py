@@ -56,7 +56,17 @@ def login(live_server, page):
         page.fill("#id_username", username)
         page.fill("#id_password", "pw-browser-1")
         page.click("button[type=submit]")
-        page.wait_for_url(f"{live_server.url}/dashboard/")
+        page.wait_for_url(at(live_server.url, "/dashboard/"))
         return page
 
     return do
+
+
+def at(base_url: str, path: str):
+    """A URL pattern for ``wait_for_url``: ``path`` on the live server, with or without
+    the ``?ws=<workspace>`` every review link and redirect carries (reviews/links.py).
+    A ``*`` in ``path`` stands for one path segment (an id)."""
+    import re
+
+    body = re.escape(path).replace(r"\*", "[^/?#]+")
+    return re.compile(rf"^{re.escape(base_url)}{body}(\?ws=[^&#]+)?$")

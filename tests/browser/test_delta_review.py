@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent, OrphanNotice, SkillDelta
+from tests.browser.conftest import at
 from tests.factories.skills import (
     INJECTED,
     OBSERVED_CONTENT,
@@ -37,7 +38,7 @@ def test_a_reviewer_approves_a_staged_delta_from_its_diff(login, live_server, wo
     page = login(workspace=workspace, role="reviewer")
     expect(page.locator("#nav-staged")).to_have_text("2")
     page.click("#nav >> text=Staged")
-    page.wait_for_url(f"{live_server.url}/deltas/staged/")
+    page.wait_for_url(at(live_server.url, "/deltas/staged/"))
     _no_reload_marker(page)
 
     card = page.locator(f"#delta-{delta.pk}")
@@ -90,7 +91,7 @@ def test_a_reviewer_confirms_a_quarantined_delta_after_reading_it(login, live_se
     page = login(workspace=workspace, role="reviewer")
     expect(page.locator("#nav-quarantine")).to_have_text("1")
     page.click("#nav >> text=Quarantine")
-    page.wait_for_url(f"{live_server.url}/deltas/quarantine/")
+    page.wait_for_url(at(live_server.url, "/deltas/quarantine/"))
     _no_reload_marker(page)
 
     card = page.locator(f"#delta-{delta.pk}")
@@ -152,7 +153,7 @@ def test_a_reviewer_bulk_reapproves_orphans_after_a_skill_update(
     page = login(workspace=workspace, role="reviewer")
     expect(page.locator("#nav-orphans")).to_have_text("4")
     page.click("#nav >> text=Orphans")
-    page.wait_for_url(f"{live_server.url}/deltas/orphans/")
+    page.wait_for_url(at(live_server.url, "/deltas/orphans/"))
     _no_reload_marker(page)
     notice = page.get_by_test_id("orphan-notice")
     expect(notice).to_contain_text(

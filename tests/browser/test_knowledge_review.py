@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent
+from tests.browser.conftest import at
 from tests.factories.knowledge import KnowledgeFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -16,7 +17,7 @@ def test_search_then_archive_and_restore_without_a_reload(login, live_server, wo
     KnowledgeFactory(workspace=workspace, content="Sarah prefers tea.", category="preference")
     page = login(workspace=workspace, role="reviewer")
     page.click("#nav >> text=Knowledge")
-    page.wait_for_url(f"{live_server.url}/knowledge/")
+    page.wait_for_url(at(live_server.url, "/knowledge/"))
     page.evaluate("window.__cairnMarker = 'same page'")
     page.fill("#knowledge-q", "staging database")
     page.wait_for_url(re.compile(r"/knowledge/\?q=staging(%20|\+)database"))

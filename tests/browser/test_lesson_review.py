@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent, Lesson, LessonState, ReviewItem
+from tests.browser.conftest import at
 from tests.factories.lessons import LessonFactory
 from tests.factories.review import LessonEvidenceFactory, OutcomeFactory, ReviewItemFactory
 
@@ -35,7 +36,7 @@ def confirm(page, scope, button: str, reason: str):
 def test_a_reviewer_retires_and_restores_a_lesson_in_place(login, live_server, workspace, lesson):
     page = login(workspace=workspace, role="reviewer")
     page.click("#nav >> text=Lessons")
-    page.wait_for_url(f"{live_server.url}/lessons/")
+    page.wait_for_url(at(live_server.url, "/lessons/"))
     page.get_by_role("link", name=lesson.text).click()
     page.wait_for_url(f"{live_server.url}/lessons/{lesson.pk}/?ws={workspace.name}")
     page.evaluate("window.__cairnMarker = 'same page'")  # survives only without a reload
@@ -94,7 +95,7 @@ def test_an_edit_shows_the_new_version_and_keeps_the_old_in_history(
         "Install requirements with uv pip install, not pip."
     )
     edited = Lesson.objects.get(workspace=workspace, superseded_by__isnull=True)
-    page.wait_for_url(f"{live_server.url}/lessons/{edited.pk}/")  # the URL names the new row
+    page.wait_for_url(at(live_server.url, f"/lessons/{edited.pk}/"))  # the URL names the new row
     expect(page.locator(f"#version-{lesson.pk}")).to_contain_text(f"edited → #{edited.pk}")
     expect(page.locator(f"#version-{edited.pk}")).to_contain_text("current")
     assert page.evaluate("window.__cairnMarker") == "same page"
@@ -145,7 +146,7 @@ def test_a_reviewer_settles_a_contradiction_and_the_counter_drops(login, live_se
     page = login(workspace=workspace, role="reviewer")
     expect(page.locator("#nav-contradictions")).to_have_text("1")
     page.click("#nav >> text=Contradictions")
-    page.wait_for_url(f"{live_server.url}/contradictions/")
+    page.wait_for_url(at(live_server.url, "/contradictions/"))
     page.evaluate("window.__cairnMarker = 'same page'")
     card = page.locator(f"#item-{item.pk}")
     confirm(page, card, "Keep A…", "CI runs compose v2")

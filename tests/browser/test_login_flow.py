@@ -1,5 +1,7 @@
 import pytest
 
+from tests.browser.conftest import at
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -11,7 +13,7 @@ def test_a_person_logs_in_sees_the_dashboard_and_logs_out(login, live_server, wo
     assert page.evaluate("typeof htmx") == "object"
     assert "X-CSRFToken" in page.locator("body").get_attribute("hx-headers")
     page.click("text=Log out")
-    page.wait_for_url(f"{live_server.url}/login/")
+    page.wait_for_url(at(live_server.url, "/login/"))
 
 
 def test_a_wrong_password_says_so(page, live_server, workspace):

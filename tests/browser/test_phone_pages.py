@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from tests.browser.conftest import at
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 AXE = Path(__file__).resolve().parents[2] / "static" / "vendor" / "axe-4.10.3.min.js"
@@ -98,7 +100,7 @@ def test_every_page_fits_has_one_h1_and_passes_axe(browser, live_server, data, w
     page.fill("#id_username", "admin-1")
     page.fill("#id_password", "pw-browser-1")
     page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/**")
+    page.wait_for_url(at(live_server.url, "/**"))
     problems = []
     for path in pages:
         response = page.goto(live_server.url + path)

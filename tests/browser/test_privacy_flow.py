@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import ErasureReceipt, Knowledge
+from tests.browser.conftest import at
 from tests.factories.privacy import bundle, ready_agent, sql_sweep, workspace_ready
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,7 +22,7 @@ def test_an_admin_erases_a_person_and_keeps_the_certificate(
     kept = bundle(agent=agent, name="kept")
     page = login(workspace=workspace, role="admin")
     page.click("#nav >> text=Erasure")
-    page.wait_for_url(f"{live_server.url}/erasures/")
+    page.wait_for_url(at(live_server.url, "/erasures/"))
     expect(page.locator("#rows .empty-state")).to_contain_text("No erasure")
 
     # Choose the selector: only the value field for an entity shows.
@@ -46,7 +47,7 @@ def test_an_admin_erases_a_person_and_keeps_the_certificate(
     page.get_by_role("button", name="for good").click()
 
     # The certificate page follows the real worker until it is done.
-    page.wait_for_url(f"{live_server.url}/erasures/*/")
+    page.wait_for_url(at(live_server.url, "/erasures/*/"))
     expect(page.get_by_test_id("erasure-status")).to_have_text("completed", timeout=60000)
     expect(page.get_by_test_id("certificate")).to_contain_text("Certificate of erasure")
     receipt = ErasureReceipt.objects.get()
@@ -76,7 +77,7 @@ def test_an_admin_exports_and_downloads_without_a_reload(
     bundle(agent=ready_agent(workspace, "gaia/chat"), name="alpha")
     page = login(workspace=workspace, role="admin")
     page.click("#nav >> text=Export")
-    page.wait_for_url(f"{live_server.url}/exports/")
+    page.wait_for_url(at(live_server.url, "/exports/"))
     page.evaluate("window.__cairnMarker = 'same page'")
     page.select_option("#export-format", "jsonl")
     page.get_by_role("button", name="Start export").click()

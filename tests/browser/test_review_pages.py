@@ -7,6 +7,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent, JobRun
+from tests.browser.conftest import at
 from tests.factories.core import AuditEventFactory, JobRunFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,7 +25,7 @@ def test_a_running_job_updates_itself_until_it_ends(login, live_server, workspac
     )
     page = login(workspace=workspace, role="viewer")
     page.click("#nav >> text=Job runs")
-    page.wait_for_url(f"{live_server.url}/jobs/")
+    page.wait_for_url(at(live_server.url, "/jobs/"))
     page.evaluate("window.__cairnMarker = 'same page'")
     row = page.locator(f"#job-{run.pk}")
     expect(row).to_contain_text("2 / 10")
@@ -101,7 +102,7 @@ def test_the_dashboard_chart_and_keyboard_shortcuts(login, live_server, workspac
     expect(page.locator("#shortcuts")).to_be_hidden()
     page.keyboard.press("g")
     page.keyboard.press("a")
-    page.wait_for_url(f"{live_server.url}/audit/")
+    page.wait_for_url(at(live_server.url, "/audit/"))
     page.keyboard.press("/")
     expect(page.locator("#audit-action")).to_be_focused()
 

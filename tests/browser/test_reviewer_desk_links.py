@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 
 from memory.core.actors import Actor
 from memory.skills.consent import delta_approve
+from tests.browser.conftest import at
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.review import OutcomeFactory
 from tests.factories.skills import learning_agent, propose, register_v2
@@ -47,7 +48,7 @@ def test_a_delta_sits_in_its_section_in_both_views_and_its_decision_keeps_that_d
     page.locator("[data-testid=detail-actions] summary", has_text="Approve").click()
     page.locator("[data-testid=detail-actions] details[open] input[name=reason]").fill("as asked")
     page.get_by_role("button", name="Approve delta").click()
-    page.wait_for_url(f"{live_server.url}/deltas/{delta.pk}/")
+    page.wait_for_url(at(live_server.url, f"/deltas/{delta.pk}/"))
     expect(page.get_by_test_id("delta-status")).to_have_text("active")
     register_v2(workspace)
     page.reload()
@@ -79,7 +80,7 @@ def test_a_link_to_another_workspace_switches_with_a_banner_and_survives_login(
     expect(page.locator(f"#delta-{delta.pk}")).to_be_visible()
     # Back in the first workspace, the same link switches again, with a banner.
     page.select_option("#ws", str(workspace.pk))
-    page.wait_for_url(f"{live_server.url}/dashboard/")
+    page.wait_for_url(at(live_server.url, "/dashboard/"))
     page.goto(f"{live_server.url}/deltas/{delta.pk}/?ws=team-b")
     expect(page.get_by_test_id("workspace-switched")).to_contain_text("team-b")
     expect(page.get_by_test_id("workspace-switched")).to_contain_text(workspace.name)
@@ -197,11 +198,11 @@ def test_a_typed_reason_survives_a_login_redirect(login, live_server, workspace,
     page.context.clear_cookies()
     page.context.add_cookies(kept)
     card.get_by_role("button", name="Approve delta").click()
-    page.wait_for_url(f"{live_server.url}/login/**")
+    page.wait_for_url(at(live_server.url, "/login/**"))
     page.fill("#id_username", "rita")
     page.fill("#id_password", "pw-browser-1")
     page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/deltas/staged/")
+    page.wait_for_url(at(live_server.url, "/deltas/staged/"))
     reason = page.locator(f"#delta-{delta.pk} details[open] input[name=reason]")
     expect(reason).to_have_value("matches what the user said in turn 12")
     page.locator(f"#delta-{delta.pk}").get_by_role("button", name="Approve delta").click()
@@ -227,7 +228,7 @@ def test_an_admin_adds_a_member_who_logs_in_with_the_one_time_password(
     them.fill("#id_username", "newbie")
     them.fill("#id_password", password)
     them.click("button[type=submit]")
-    them.wait_for_url(f"{live_server.url}/dashboard/")
+    them.wait_for_url(at(live_server.url, "/dashboard/"))
     expect(them.locator(".badge.role")).to_have_text("reviewer")
     other.close()
 

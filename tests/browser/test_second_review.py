@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 from memory.core.actors import Actor
 from memory.lessons.lifecycle import lesson_edit, lesson_restore, lesson_retire
 from memory.models import AuditEvent, JobRun, Lesson
+from tests.browser.conftest import at
 from tests.factories.core import JobRunFactory
 from tests.factories.knowledge import KnowledgeFactory
 from tests.factories.lessons import LessonFactory
@@ -71,7 +72,7 @@ def test_the_import_hint_names_a_new_workspace_and_running_it_keeps_the_password
     them.fill("#id_username", "ada")
     them.fill("#id_password", "pw-browser-1")
     them.click("button[type=submit]")
-    them.wait_for_url(f"{live_server.url}/**")
+    them.wait_for_url(at(live_server.url, "/**"))
     assert "/login/" not in them.url
     other.close()
 
@@ -213,7 +214,7 @@ def test_toasts_end_with_their_job_and_the_receipt_wraps(
     page.fill("#erase-reason", "deletion request 42")
     page.fill("#erase-confirm", workspace.name)
     page.get_by_role("button", name="for good").click()
-    page.wait_for_url(f"{live_server.url}/erasures/*/")
+    page.wait_for_url(at(live_server.url, "/erasures/*/"))
     expect(page.get_by_test_id("erasure-status")).to_have_text("completed", timeout=60000)
     expect(page.locator("#toasts .toast", has_text="queued")).to_have_count(0, timeout=10000)
     fits(page, page.get_by_test_id("receipt-digest"), width)

@@ -5,6 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent, SituationLesson
+from tests.browser.conftest import at
 from tests.factories.identity import AgentFactory
 from tests.factories.situations import SituationLessonFactory
 
@@ -16,7 +17,7 @@ def test_a_reviewer_removes_a_known_blocker_in_place(login, live_server, workspa
     lesson = SituationLessonFactory(agent=agent)
     page = login(workspace=workspace, role="reviewer")
     page.click("#nav >> text=Known blockers")
-    page.wait_for_url(f"{live_server.url}/situations/")
+    page.wait_for_url(at(live_server.url, "/situations/"))
     page.evaluate("window.__cairnMarker = 'same page'")
     card = page.locator(f"#blocker-{lesson.pk}")
     expect(card).to_contain_text("gh auth login")

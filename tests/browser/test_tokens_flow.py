@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 from memory.core.actors import Actor
 from memory.identity.services import token_digest
 from memory.models import ApiToken, AuditEvent
+from tests.browser.conftest import at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_an_admin_manages_an_agent_and_its_token_without_a_reload(login, live_server, workspace):
     page = login(workspace=workspace, role="admin")
     page.click("#nav >> text=Agents & tokens")
-    page.wait_for_url(f"{live_server.url}/agents/")
+    page.wait_for_url(at(live_server.url, "/agents/"))
     expect(page.locator(".empty-state")).to_contain_text("No agents yet.")
     # Survives only if nothing below reloads the page.
     page.evaluate("window.__cairnMarker = 'same page'")

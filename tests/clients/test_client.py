@@ -40,6 +40,17 @@ def test_it_remembers_and_recalls_with_the_agent_token(live_server, tokens):
     assert hits[0]["id"] == stored["id"]
 
 
+def test_base_url_names_the_server_like_url_does(live_server, tokens, monkeypatch):
+    monkeypatch.delenv("CAIRN_URL", raising=False)
+    with Cairn(base_url=live_server.url, token=tokens["agent"]) as cairn:
+        assert cairn.url == live_server.url and cairn.whoami()["scope"] == "agent"
+    with pytest.raises(TypeError, match="url or base_url"):
+        Cairn("http://a.example", token="t", base_url="http://b.example")
+    monkeypatch.delenv("CAIRN_TOKEN", raising=False)
+    with pytest.raises(CairnError, match="pass token= or set CAIRN_TOKEN"):
+        Cairn(live_server.url)
+
+
 def test_the_async_client_does_the_same(live_server, tokens):
     async def run():
         async with AsyncCairn(live_server.url, tokens["agent"]) as cairn:

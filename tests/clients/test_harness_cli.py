@@ -129,6 +129,7 @@ def test_cairn_check_answers_its_own_help_and_version_and_records_nothing(harnes
         answer = run("cairn-check", flag, env=harness_env)
         assert answer.returncode == 0, answer.stderr
         assert "cairn-check" in answer.stdout
+        assert "``" not in answer.stdout  # plain words, not the docstring's reST
     state = json.loads(run("cairn-turn", "status", env=harness_env).stdout)
     assert state["checks"] == [] and state["approach"] == []
 
@@ -138,6 +139,7 @@ def test_a_missing_token_names_the_harness_variable(harness_env, repo):
     run("cairn-turn", "start", env=env, cwd=repo)
     ended = run("cairn-turn", "end", env=env, cwd=repo)
     assert "CAIRN_HARNESS_TOKEN" in ended.stderr and "kept and sent later" in ended.stderr
+    assert "token=" not in ended.stderr  # a shell user cannot pass a keyword argument
 
 
 def test_an_agent_token_outcome_prints_the_servers_hint(harness_env, repo):

@@ -6,6 +6,7 @@ from django.test import Client
 from memory.identity.services import token_digest, token_issue
 from memory.models import Agent, ApiToken, AuditEvent
 from tests.factories.identity import AgentFactory, WorkspaceFactory
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -100,7 +101,7 @@ def test_an_admin_creates_an_agent_via_htmx(admin, workspace):
 def test_creating_without_htmx_redirects_to_the_list(admin, workspace):
     response = admin.post("/agents/new/", {"name": "gaia/chat"})
     assert response.status_code == 303
-    assert response["Location"] == "/agents/"
+    assert response["Location"] == f"/agents/?ws={workspace.name}"
     page = admin.get("/agents/").content.decode()
     assert "gaia/chat created" in page  # the flash message, shown once as a toast
 
@@ -258,7 +259,7 @@ def test_non_admins_cannot_see_or_change_agents_and_tokens(member_client, worksp
 
 
 def test_admins_see_the_agents_link(admin):
-    assert 'href="/agents/"' in admin.get("/dashboard/").content.decode()
+    assert 'href="/agents/"' in without_ws(admin.get("/dashboard/").content.decode())
 
 
 def test_anonymous_people_are_sent_to_log_in(client, workspace):

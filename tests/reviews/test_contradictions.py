@@ -99,7 +99,11 @@ def test_a_resolution_without_a_reason_is_refused_in_place(reviewer, item):
 
 def test_without_htmx_it_redirects_to_the_queue(reviewer, item):
     response = reviewer.post(f"/contradictions/{item.pk}/keep_both/", {"reason": "both hold"})
-    assert response.status_code == 303 and response["Location"] == "/contradictions/"
+    assert response.status_code == 303
+    assert (
+        response["Location"]
+        == f"/contradictions/?ws={reviewer.user.memberships.get().workspace.name}"
+    )
     item.refresh_from_db()
     assert item.resolution == "keep_both"
 
@@ -236,3 +240,17 @@ def test_edit_into_one_rewrites_a_lesson(reviewer, item):
     a, b = Lesson.objects.get(pk=item.a_id), Lesson.objects.get(pk=item.b_id)
     assert Lesson.objects.get(pk=a.superseded_by_id).text == "Use compose v2 for every service."
     assert b.state == LessonState.RETIRED
+
+
+def test_keeping_one_of_two_knowledge_items_says_the_other_is_archived(reviewer, workspace):
+    from tests.factories.lessons import KnowledgeFactory
+
+    a = KnowledgeFactory(workspace=workspace, content="The staging port is 6543.")
+    b = KnowledgeFactory(workspace=workspace, content="The staging port is 5432.")
+    knowledge_pair = ReviewItemFactory(
+        workspace=workspace, a_type="knowledge", a_id=a.pk, b_type="knowledge", b_id=b.pk
+    )
+    html = reviewer.post(
+        f"/contradictions/{knowledge_pair.pk}/keep_a/", {"reason": "checked the config"}, **HX
+    ).content.decode()
+    assert "kept A, archived B" in html and "retired" not in html.split("Resolved:")[1][:80]

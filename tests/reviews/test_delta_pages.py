@@ -66,7 +66,7 @@ def test_a_delta_page_shows_the_delta_and_its_whole_history(viewer, agent, perso
 
 def test_a_pending_delta_page_links_to_its_card_in_the_queue(viewer, agent):
     delta = propose(agent, INJECTED, provenance=OBSERVED_CONTENT)
-    html = viewer.get(f"/deltas/{delta.pk}/").content.decode()
+    html = without_ws(viewer.get(f"/deltas/{delta.pk}/").content.decode())
     assert f'href="/deltas/quarantine/#delta-{delta.pk}"' in html
     assert "injection scan: " in html and "nothing found" not in html  # the finding is named
 
@@ -124,7 +124,9 @@ def test_staged_decided_lists_decisions_newest_first_with_who_and_why(viewer, ag
     assert "asked for it" in rows and "user:ada" in rows
     assert f"#{waiting.pk} " not in rows  # still waiting: not decided
     # The staged page links here, and the Decided page back.
-    assert 'href="/deltas/staged/decided/"' in viewer.get("/deltas/staged/").content.decode()
+    assert 'href="/deltas/staged/decided/"' in without_ws(
+        viewer.get("/deltas/staged/").content.decode()
+    )
 
 
 def test_decided_filters_by_decision_person_and_skill(viewer, agent, person, workspace):
@@ -228,7 +230,7 @@ def reviewer_client(member_client, workspace):
 def _seen_digest(client, pk: int) -> str:
     import re
 
-    html = client.get("/deltas/staged/").content.decode()
+    html = without_ws(client.get("/deltas/staged/").content.decode())
     return re.search(
         rf'action="/deltas/staged/{pk}/approve/".*?name="seen" value="([0-9a-f]{{64}})"',
         html,
@@ -310,14 +312,16 @@ def test_the_delta_page_has_one_h1_and_approves_and_rejects(reviewer_client, age
     from memory.models import SkillDelta
 
     delta = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
-    html = reviewer_client.get(f"/deltas/{delta.pk}/").content.decode()
+    html = without_ws(reviewer_client.get(f"/deltas/{delta.pk}/").content.decode())
     assert html.count("<h1") == 1
     assert f'action="/deltas/staged/{delta.pk}/approve/"' in html
     assert f'action="/deltas/staged/{delta.pk}/reject/"' in html
     response = reviewer_client.post(
         f"/deltas/staged/{delta.pk}/approve/", {"reason": "fine", "back": "detail"}
     )
-    assert response.status_code == 303 and response["Location"] == f"/deltas/{delta.pk}/"
+    assert (
+        response.status_code == 303 and without_ws(response["Location"]) == f"/deltas/{delta.pk}/"
+    )
     assert SkillDelta.objects.get(pk=delta.pk).status == "active"
 
 

@@ -9,6 +9,7 @@ from memory.models import AuditEvent, ErasureReceipt, JobRun, Knowledge
 from memory.privacy.erasure import erasure_job
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.privacy import bundle, ready_agent, workspace_ready
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +60,7 @@ def test_it_shows_the_form_and_past_requests(admin, workspace):
     html = admin.get("/erasures/").content.decode()
     assert "New erasure" in html and "Past requests" in html
     assert "sha256 abababababab" in html and "9 chars" in html
-    assert 'method="post" action="/erasures/preview/"' in html
+    assert 'method="post" action="/erasures/preview/"' in without_ws(html)
     fragment = admin.get("/erasures/", **HX).content.decode()
     assert "<html" not in fragment
 
@@ -71,8 +72,9 @@ def test_it_previews_counts_per_table_and_deletes_nothing(admin, workspace, popu
     )
     assert response.status_code == 200
     html = response.content.decode()
-    assert "This erasure deletes" in html
-    assert "memory.Knowledge" in html
+    assert "This erasure deletes" in html and "“person:sarah_chen”" in html
+    assert "Knowledge items" in html  # in words, not memory.Knowledge / "knowledges"
+    assert "memory.Knowledge" not in html and "knowledges" not in html
     assert 'name="confirm"' in html and workspace.name in html
     assert 'type="hidden" name="value" value="person:sarah_chen"' in html
     assert Knowledge.objects.filter(pk__in=gone.knowledge).exists()
@@ -83,6 +85,7 @@ def test_it_says_when_nothing_matches(admin, workspace):
         "/erasures/preview/", {"kind": "context", "value": "nope"}, **HX
     ).content.decode()
     assert "Nothing matches" in html and 'name="confirm"' not in html
+    assert "“nope”" in html and "No row of this workspace matches that context" in html
 
 
 def test_it_names_a_bad_selector(admin, workspace):
@@ -109,7 +112,7 @@ def test_it_queues_the_erasure_audits_it_and_goes_to_its_page(admin, workspace, 
     response = admin.post("/erasures/start/", data)
     receipt = ErasureReceipt.objects.get()
     assert response.status_code == 303
-    assert response["Location"] == f"/erasures/{receipt.pk}/"
+    assert response["Location"] == f"/erasures/{receipt.pk}/?ws={workspace.name}"
     assert receipt.requested_by == f"user:{admin.user.username}"
     assert "sarah" not in json.dumps(receipt.selector)
     event = AuditEvent.objects.get(action="erasure.request")
@@ -127,7 +130,7 @@ def test_it_shows_progress_then_the_certificate(admin, workspace, populated):
     assert "hx-trigger" in queued and "queued" in queued
     # The "queued" toast follows its job: no change while it is queued...
     toast = f"/jobs/{receipt.job_run_id}/toast/"
-    assert f'hx-get="{toast}"' in queued and "data-follows" in queued
+    assert f'hx-get="{toast}"' in without_ws(queued) and "data-follows" in queued
     assert admin.get(toast, **HX).status_code == 204
     # The worker's part, run here: the same job body the task calls.
     run = JobRun.objects.get(pk=receipt.job_run_id)

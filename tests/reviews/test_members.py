@@ -81,3 +81,36 @@ def test_a_member_of_another_workspace_is_not_found(admin):
     other = Membership.objects.get(user=user)
     assert admin.post(f"/members/{other.pk}/remove/").status_code == 404
     assert Membership.objects.filter(pk=other.pk).exists()
+
+
+def test_promotion_to_admin_needs_a_reason_kept_in_the_audit_log(admin, workspace):
+    admin.post("/members/add/", {"username": "cleo", "role": "viewer"})
+    cleo = Membership.objects.get(user__username="cleo", workspace=workspace)
+    response = admin.post(
+        f"/members/{cleo.pk}/role/", {"role": "admin", "reason": " "}, follow=True
+    )
+    assert "Say why this person becomes an admin" in response.content.decode()
+    assert Membership.objects.get(pk=cleo.pk).role == "viewer"
+    admin.post(f"/members/{cleo.pk}/role/", {"role": "admin", "reason": "runs the exports now"})
+    assert Membership.objects.get(pk=cleo.pk).role == "admin"
+    event = AuditEvent.objects.get(action="member.role", target_id=str(cleo.user_id))
+    assert event.reason == "runs the exports now" and event.details == {
+        "from": "viewer",
+        "to": "admin",
+    }
+    # The page asks in a form of its own: no select that submits on change.
+    html = admin.get("/members/").content.decode()
+    assert "data-autosubmit" not in html[html.index('id="members-title"') :]
+    assert f'id="role-reason-{cleo.pk}"' in html
+
+
+def test_the_role_lines_come_from_the_roles_table(admin, workspace):
+    """What the page says each role may do is the table the middleware enforces: a route
+    moved to another role moves its words with it (export is an admin's, SPEC §2)."""
+    from memory.identity.roles import role_lines
+
+    page = admin.get(f"/members/?ws={workspace.name}").content.decode()
+    lines = dict(role_lines())
+    for sentence in lines.values():
+        assert sentence.replace("'", "&#x27;") in page
+    assert "exports" in lines["admin"] and "exports" not in lines["reviewer"]

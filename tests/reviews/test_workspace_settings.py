@@ -3,8 +3,9 @@
 import pytest
 
 from memory.identity.services import GOAL_TEXT_SETTING
-from memory.models import AuditEvent, Workspace
+from memory.models import AuditEvent, Membership, Workspace
 from tests.factories.review import OutcomeFactory
+from tests.reviews import without_ws
 
 pytestmark = pytest.mark.django_db
 
@@ -13,7 +14,7 @@ def test_it_shows_the_switch_off_by_default(member_client, workspace):
     admin = member_client(workspace=workspace, role="admin")
     html = admin.get("/workspace/settings/").content.decode()
     assert 'name="store_goal_text"' in html and "checked" not in html
-    assert 'href="/workspace/settings/"' in html  # in the nav for admins
+    assert 'href="/workspace/settings/"' in without_ws(html)  # in the nav for admins
 
 
 def test_an_admin_turns_it_on_and_off_audited(member_client, workspace):
@@ -82,3 +83,33 @@ def test_an_admin_turns_auto_approval_of_user_instructions_on_audited(member_cli
     assert delta.status == "active"
     # The goal-text switch is left as it was.
     assert not workspace_setting(workspace=workspace, name="store_goal_text")
+
+
+def test_an_admin_creates_a_workspace_and_lands_on_its_first_hour(member_client, workspace):
+    admin = member_client(workspace=workspace, role="admin")
+    response = admin.post("/workspace/new/", {"name": "team-b", "display_name": "Team B"})
+    assert response.status_code == 302 and response["Location"] == "/dashboard/?ws=team-b"
+    created = Workspace.objects.get(name="team-b")
+    assert Membership.objects.get(user=admin.user, workspace=created).role == "admin"
+    assert AuditEvent.objects.filter(workspace=created, action="workspace.create").exists()
+    html = admin.get(response["Location"]).content.decode()
+    assert 'data-testid="first-hour"' in html and "Connect your agent" in html
+    assert html.index('data-testid="first-hour"') < html.index('id="needs-you"')
+
+
+@pytest.mark.parametrize("name", ["", "Team B", "-x", "a" * 65, "team_b", "tëam"])
+def test_a_bad_workspace_name_is_refused_naming_the_field(member_client, workspace, name):
+    admin = member_client(workspace=workspace, role="admin")
+    before = Workspace.objects.count()
+    response = admin.post("/workspace/new/", {"name": name})
+    assert response.status_code == 422
+    assert "Workspace name must be" in response.content.decode()
+    assert Workspace.objects.count() == before
+
+
+def test_a_taken_name_and_a_reviewer_are_refused(member_client, workspace):
+    admin = member_client(workspace=workspace, role="admin")
+    response = admin.post("/workspace/new/", {"name": workspace.name})
+    assert response.status_code == 422 and "exists already" in response.content.decode()
+    reviewer = member_client(workspace=workspace, role="reviewer")
+    assert reviewer.post("/workspace/new/", {"name": "mine"}).status_code == 403

@@ -279,13 +279,19 @@ class _Base(_Operations):
         deadline: float | None = None,
         incognito: bool = False,
         token_variable: str = "CAIRN_TOKEN",
+        base_url: str | None = None,
+        from_shell: bool = False,
     ):
+        # ``base_url=`` is what httpx and most HTTP clients call it: the same thing.
+        if url and base_url and url != base_url:
+            raise TypeError("give the server's address once: url or base_url")
+        url = url or base_url
         self.url = (url or os.environ.get("CAIRN_URL") or "http://localhost:8000").rstrip("/")
         self.token = token or os.environ.get("CAIRN_TOKEN") or ""
         if not self.token:
-            raise CairnError(
-                f"No token: pass token= or set {token_variable}.", code="no_token", status=None
-            )
+            # A command-line user sets a variable; only Python code can pass token=.
+            how = f"set {token_variable}" if from_shell else f"pass token= or set {token_variable}"
+            raise CairnError(f"No token: {how}.", code="no_token", status=None)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         # A time.monotonic() instant after which no request is started and none waits:

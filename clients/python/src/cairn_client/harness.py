@@ -63,6 +63,13 @@ def _version() -> str:
         return "unknown"
 
 
+# --help prints this as it is: plain words, not the docstring's reST markup.
+CHECK_DESCRIPTION = (
+    "Run CMD with its output streamed unchanged, exit with its exit code, and add a "
+    "check record to the session's current turn (kept locally; cairn-turn end sends it)."
+)
+
+
 def check_main(argv: list[str] | None = None) -> int:
     """``cairn-check [--label L] [--kind test|lint|build] [--target PATH] -- CMD ARGS…``:
     run CMD with its output streamed unchanged, exit with its exit code, and append a
@@ -79,7 +86,7 @@ def check_main(argv: list[str] | None = None) -> int:
         own, command = [], args
     parser = argparse.ArgumentParser(
         prog="cairn-check",
-        description=check_main.__doc__,
+        description=CHECK_DESCRIPTION,
         usage="cairn-check [--label L] [--kind test|lint|build] [--target PATH] -- CMD ARGS…",
     )
     parser.add_argument("--version", action="version", version=f"cairn-check {_version()}")

@@ -261,6 +261,7 @@ def harness_client(**kwargs) -> Cairn:
         token=token,
         retries=kwargs.pop("retries", 2),
         token_variable="CAIRN_HARNESS_TOKEN",
+        from_shell=True,
         **kwargs,
     )
 
