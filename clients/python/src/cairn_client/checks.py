@@ -41,7 +41,6 @@ from pathlib import Path
 
 KINDS = ("test", "lint", "build")
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
-REPORT_DIR = "/run/cairn-report"
 CHECK_TIMEOUT_S = 600.0
 
 
@@ -109,7 +108,7 @@ def bwrap_argv(
         if path.exists() and not _under(project, path):
             argv += ["--tmpfs", str(path)]
     argv += ["--bind", str(project), str(project)]
-    argv += ["--bind", str(report), REPORT_DIR]
+    argv += ["--bind", str(report), str(report)]  # the runner's report, read after exit
     argv += ["--setenv", "HOME", str(home), "--chdir", str(project), "--"]
     argv += ["/bin/sh", "-c", command]
     return argv
@@ -134,7 +133,7 @@ def run_confined(
         env = clean_env()
         # pytest reads PYTEST_ADDOPTS wherever it is started from (make, npm, tox …).
         env["PYTEST_ADDOPTS"] = (
-            f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={REPORT_DIR}/junit.xml"
+            f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={report}/junit.xml"
         ).strip()
         try:
             argv = bwrap_argv(
