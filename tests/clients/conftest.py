@@ -16,6 +16,10 @@ import pytest
 from memory.identity.services import token_issue
 
 BIN = Path(sys.executable).parent
+# The project's declared check in these tests: its pytest, run by the Stop hook itself,
+# confined (cairn_client.checks). Model-run test commands are steps, never checks.
+PYTEST_CHECK = f"test={sys.executable} -m pytest -q -p no:cacheprovider -p no:django"
+PASSING_TEST = "def test_total():\n    assert 2 + 2 == 4\n"
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -53,6 +57,7 @@ def harness_env(live_server, tokens, tmp_path):
         # a cold test server can take seconds to answer its first request; the hooks'
         # default budget is tested against a sick server in test_hooks.py
         CAIRN_HOOK_BUDGET_S="20",
+        CAIRN_HOOK_CHECKS=PYTEST_CHECK,
     )
     return env
 
@@ -66,4 +71,5 @@ def repo(tmp_path):
     subprocess.run(
         ["git", "remote", "add", "origin", "https://github.com/acme/shop.git"], cwd=path, check=True
     )
+    (path / "test_cart.py").write_text(PASSING_TEST)
     return path

@@ -2,7 +2,8 @@
 fed Claude Code's hook payloads, against a live Cairn): a lesson learned in session 1
 is served in session 2, which sends it as in play, so following it and passing
 confirms it and failing contradicts it; a blocked tool escalates with the server's
-text and is then denied; checks count only with a status the hook can attribute;
+text and is then denied; a test command the model runs is a step, and only the declared
+checks the Stop hook runs are checks;
 incognito sessions and background-task notifications store nothing."""
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def test_a_served_lesson_followed_and_passed_is_confirmed(harness_env, repo):
 def test_a_served_lesson_followed_and_failed_is_contradicted(harness_env, repo):
     lesson = learn_the_lesson(harness_env, repo)
     before = lesson.confidence
+    (repo / "test_broken.py").write_text("def test_broken():\n    assert False\n")
     hook(event("SessionStart", "cc-session-4", repo, source="startup"), harness_env)
     run_turn(
         harness_env,
@@ -209,32 +211,39 @@ def test_a_blocked_tool_escalates_with_the_servers_text_and_is_then_denied(harne
 
 
 @pytest.mark.parametrize(
-    ("command", "background", "why"),
+    ("command", "background", "error"),
     [
-        ("pytest -q | tail -3", False, "compound command"),
-        ("pytest -q || true", False, "compound command"),
-        ("pytest -q; echo done", False, "compound command"),
-        ("pytest -q", True, "run in the background"),
+        ("pytest -q | tail -3", False, None),
+        ("pytest -q || true", False, None),
+        ("pytest -q; echo done", False, None),
+        ("exit 0 && pytest -q", False, None),
+        ("pytest -p no:z#z || true", False, None),
+        ("pytest -q", True, None),
+        ("pytest -q", False, None),
+        ("python -m pytest -q --co", False, None),
     ],
 )
-def test_a_check_whose_status_is_not_its_own_is_unverified(
-    harness_env, repo, command, background, why
+def test_a_test_command_the_model_runs_is_a_step_never_a_check(
+    harness_env, repo, command, background, error
 ):
+    """Whatever its form, the model's test run is not evidence: with a failing suite
+    and the model's "12 passed", the only check is the declared one, and it failed."""
+    (repo / "test_broken.py").write_text("def test_broken():\n    assert False\n")
     run_turn(
         harness_env,
         "cc-unverified",
         repo,
         "Run the tests.",
-        [bash("cc-unverified", repo, command, stdout="3 failed", background=background)],
+        [bash("cc-unverified", repo, command, stdout="12 passed", background=background)],
     )
     outcome = Outcome.objects.get()
-    assert outcome.checks == []
-    assert outcome.passed is None  # nothing to judge by: no confidence moves
+    assert [(c["label"], c["exit_code"]) for c in outcome.checks] == [("declared:pytest", 1)]
+    assert outcome.passed is False
     [step] = outcome.approach
-    assert step["operation_key"] == "bash:pytest"
+    assert step["operation_key"] in ("bash", "bash:pytest")
 
 
-def test_a_failed_checks_real_exit_status_is_read_from_the_error(harness_env, repo):
+def test_model_run_checks_are_steps_with_their_real_status(harness_env, repo):
     run_turn(
         harness_env,
         "cc-exit",
@@ -247,18 +256,21 @@ def test_a_failed_checks_real_exit_status_is_read_from_the_error(harness_env, re
         ],
     )
     outcome = Outcome.objects.get()
-    assert [(c["kind"], c["label"], c["exit_code"]) for c in outcome.checks] == [
-        ("test", "pytest", 0),
-        ("lint", "ruff", 2),
+    assert [(s["operation_key"], s["outcome"]) for s in outcome.approach] == [
+        ("bash:pytest", "ok"),
+        ("bash:ruff", "failed"),
+        ("bash", "failed"),  # a failed chain: any of its commands may have failed
     ]
-    assert outcome.passed is False
+    assert [c["label"] for c in outcome.checks] == ["declared:pytest"]
+    assert outcome.passed is True  # the declared suite passed
 
 
 def test_declared_checks_run_by_the_hook_are_the_evidence(harness_env, repo):
     (repo / "ok.sh").write_text("exit 0\n")
     (repo / "bad.sh").write_text("exit 3\n")
+    env = {k: v for k, v in harness_env.items() if k != "CAIRN_HOOK_CHECKS"}
     run_turn(
-        harness_env,
+        env,
         "cc-declared",
         repo,
         "Fix it.",
@@ -271,9 +283,10 @@ def test_declared_checks_run_by_the_hook_are_the_evidence(harness_env, repo):
         "30",
     )
     outcome = Outcome.objects.get()
-    assert [(c["kind"], c["label"], c["exit_code"]) for c in outcome.checks] == [
-        ("test", "declared:sh", 0),
-        ("lint", "declared:sh", 3),
+    # A test check that shows no test report ran no known test: kept, not run.
+    assert [(c["kind"], c["label"], c["exit_code"], c["ran"]) for c in outcome.checks] == [
+        ("test", "declared:sh", 0, False),
+        ("lint", "declared:sh", 3, True),
     ]
     assert outcome.passed is False
 

@@ -51,8 +51,14 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
         ("bash:pytest", "ok"),
     ]
     assert outcome.approach[2]["mutated"] and outcome.approach[2]["target"] == "cart.py"
+    # The model's pytest is a step; the check is the declared one the Stop hook ran.
     [check] = outcome.checks
-    assert (check["kind"], check["label"], check["exit_code"]) == ("test", "pytest", 0)
+    assert (check["kind"], check["label"], check["exit_code"], check["ran"]) == (
+        "test",
+        "declared:pytest",
+        0,
+        True,
+    )
     turn = ConversationTurn.objects.get()
     assert (turn.role, turn.channel) == ("user", "harness")
     assert turn.content.startswith("Install the dependencies")
@@ -77,6 +83,7 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
 
 
 def test_a_failed_check_fails_the_turn(harness_env, repo):
+    (repo / "test_broken.py").write_text("def test_broken():\n    assert False\n")
     for path in PAYLOADS[1:9]:
         hook(payload(path, repo), harness_env)
     failed = payload(PAYLOADS[9], repo)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory.models import Channel, Outcome, ToolCall
-from tests.clients.conftest import script
+from tests.clients.conftest import PYTEST_CHECK, script
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,7 +73,8 @@ def test_install_keeps_the_token_out_of_the_project(machine, repo, tokens):
     assert len(stop) == 2
     command = stop[1]["hooks"][0]["command"]
     assert f"CAIRN_HARNESS_TOKEN_FILE={token_file}" in command
-    assert command.endswith("cairn-hook claude-code")
+    # The checks detected in the project (its pytest) ride on the one Stop hook.
+    assert "cairn-hook claude-code --check 'test=python -m pytest -q'" in command
     assert set(settings["hooks"]) == {
         "SessionStart",
         "UserPromptSubmit",
@@ -106,7 +107,7 @@ def test_install_without_a_token_says_so(machine, repo):
 def test_the_recorded_session_through_the_installed_hook(machine, repo, tokens):
     """Claude Code's real payloads, replayed through the command the install wrote:
     the token comes from the file (the environment has none)."""
-    assert install(machine, repo).returncode == 0
+    assert install(machine, repo, "--check", PYTEST_CHECK).returncode == 0
     command = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]["Stop"][0][
         "hooks"
     ][0]["command"]
@@ -127,5 +128,53 @@ def test_the_recorded_session_through_the_installed_hook(machine, repo, tokens):
         ("bash:pip:install", "ok"),
         ("bash:pytest", "ok"),
     ]
+    assert [(c["label"], c["exit_code"], c["ran"]) for c in outcome.checks] == [
+        ("declared:pytest", 0, True)
+    ]
     assert ToolCall.objects.filter(channel=Channel.HARNESS).count() == 5
     assert os.environ.get("CAIRN_HARNESS_TOKEN") != tokens["harness"]  # not leaked here
+
+
+def test_install_refuses_a_client_inside_the_project_and_the_hook_refuses_to_run(
+    machine, tmp_path, tokens
+):
+    """The client installed in the project's own virtualenv (the model may write there):
+    install refuses, and the hook, run anyway, refuses before it reads the token."""
+    import sys
+
+    project = Path(sys.prefix).resolve().parent  # this checkout: its .venv holds the client
+    answer = install(machine, project)
+    assert answer.returncode != 0
+    assert "refusing to run with the harness token" in answer.stderr
+    assert "which the model may write" in answer.stderr
+    payload = {"hook_event_name": "SessionStart", "session_id": "s", "cwd": str(project)}
+    done = subprocess.run(
+        [script("cairn-hook"), "claude-code"],
+        input=json.dumps(payload),
+        env=machine,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1  # Claude Code: a non-blocking error, shown to the person
+    assert "refusing to run with the harness token" in done.stderr
+    assert done.stdout == ""
+    assert not Outcome.objects.exists()
+
+
+def test_install_denies_edit_and_write_on_the_clients_code_and_private_folders(machine, repo):
+    import cairn_client
+
+    assert install(machine, repo, "--no-checks").returncode == 0
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    deny = settings["permissions"]["deny"]
+    package = Path(cairn_client.__file__).resolve().parent
+    import sys
+
+    for path in [Path(sys.prefix).resolve(), Path(machine["HOME"]) / ".config" / "cairn"]:
+        assert f"Edit(/{path}/**)" in deny and f"Write(/{path}/**)" in deny, deny
+    assert any(
+        package == Path(rule[6:-4]) or Path(rule[6:-4]) in package.parents
+        for rule in deny
+        if rule.startswith("Edit(/")
+    )

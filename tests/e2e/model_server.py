@@ -424,6 +424,8 @@ class Switch:
         host, port = upstream.rsplit("//", 1)[1].rsplit(":", 1)
         self.upstream = (host, int(port))
         self.on = True
+        self.hung = False  # on and hung: connections are accepted and never answered
+        self.held: list = []
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -441,6 +443,9 @@ class Switch:
                 return
             if not self.on:
                 conn.close()
+                continue
+            if self.hung:
+                self.held.append(conn)
                 continue
             try:
                 upstream = socket.create_connection(self.upstream)

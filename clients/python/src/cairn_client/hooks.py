@@ -1,6 +1,10 @@
 """``cairn-hook claude-code``: Claude Code's hook JSON on stdin → Cairn, as the harness.
 
-Claude Code runs hooks itself, so what they report is what really happened:
+Two layers. :class:`Core` is what any harness's hooks do (per-session state, the
+outbox, the network budget, what was served and so is in play, and the PreToolUse /
+PostToolUse / Stop logic); :func:`handle` is the Claude Code adapter that turns its
+payloads into core calls and the answers into its hook output. Another host (Codex)
+adds its own adapter on the same core.
 
 - ``SessionStart``: prints the plan-time context (``GET /context/`` with this
   machine's fingerprint) as ``additionalContext`` and keeps the lessons and known
@@ -11,24 +15,29 @@ Claude Code runs hooks itself, so what they report is what really happened:
   stop calling this turn (an escalation or a refusal) is denied with the server's text.
 - ``PostToolUse`` / ``PostToolUseFailure``: one approach step per tool call, the
   result posted to ``/turns/{turn_id}/results/`` (an ``escalate`` or ``refuse``
-  answer is added to the model's context); Bash checks (pytest, npm test, ruff,
-  tsc …) become checks only when their real exit status is known (see
-  :func:`attributed_check`), else they are kept as unverified steps.
-- ``Stop``: runs the checks declared on the hook's command line, if any, and posts
-  the turn's outcome and its tool calls.
+  answer is added to the model's context). A Bash command line is read with a real
+  shell parser (:mod:`cairn_client.shell`) and named by the command whose status it
+  reports; a test, lint or build command the model ran is a *step*, never a check.
+- ``Stop``: runs the project's declared checks (confined, without the token:
+  :mod:`cairn_client.checks`): they alone are the turn's checks. Then the turn's
+  outcome and its tool calls go to the outbox and are sent.
 
-A hook never blocks Claude Code on Cairn: its network time is capped at
-``CAIRN_HOOK_BUDGET_S`` (1 s), a failure trips the session's circuit breaker (the
-next hooks skip the network), failures are one line on stderr and exit 0, and what
-could not be sent stays in the shared outbox, sent by any later hook (but
-``PreToolUse``, which stays off the network) of any session.
+A hook never blocks Claude Code on Cairn: an answer slower than ``CAIRN_HOOK_BUDGET_S``
+(2 s) is used and reported as slow; no answer by ``CAIRN_HOOK_LIMIT_S`` (4 s) trips the
+session's circuit breaker (its next hooks skip the network). Failures are one line on
+stderr and exit 0, and what could not be sent stays in the shared outbox, sent by any
+later hook (but ``PreToolUse``, which stays off the network) of any session.
+
+Before anything else the hook checks where it runs (:mod:`cairn_client.confine`): if
+its own code or interpreter lies where the model may write, it refuses (exit 1, a
+non-blocking error Claude Code shows the person) and never reads the token.
 
 ``CAIRN_INCOGNITO=1``: the session reads context without being counted and sends
 nothing (no prompt, step, result or outcome).
 
-Declared checks (evidence the model cannot shape)::
+Declared checks (``cairn-hook install`` writes the ones it detects)::
 
-    cairn-hook claude-code --check "test=pytest -q" --check "lint=ruff check ." \
+    cairn-hook claude-code --check "test=python -m pytest -q" --check "lint=ruff check ." \
         --check-timeout 300
 """
 
@@ -39,11 +48,12 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
-from cairn_client import install
+from cairn_client import checks, confine, install, shell
 from cairn_client.client import Cairn, CairnError
 from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
@@ -55,6 +65,7 @@ from cairn_client.state import (
     ensure_open,
     harness_client,
     hook_budget,
+    hook_limit,
     incognito_default,
     outbox_drain,
     outbox_put,
@@ -67,33 +78,6 @@ from cairn_client.state import (
     warn,
 )
 
-# (kind, pattern over the command line); override with CAIRN_CHECK_PATTERNS as JSON
-# {"test": ["regex", ...], "lint": [...], "build": [...]}.
-DEFAULT_CHECK_PATTERNS: dict[str, list[str]] = {
-    "test": [
-        r"^(python3? -m )?pytest\b",
-        r"^(npm|pnpm|yarn)( run)? test\b",
-        r"^cargo test\b",
-        r"^go test\b",
-        r"^make test\b",
-        r"^tox\b",
-    ],
-    "lint": [
-        r"^ruff( check| format --check)?\b",
-        r"^(npx )?eslint\b",
-        r"^(npm|pnpm|yarn)( run)? lint\b",
-        r"^flake8\b",
-        r"^mypy\b",
-        r"^golangci-lint\b",
-    ],
-    "build": [
-        r"^(npx )?tsc\b",
-        r"^cargo build\b",
-        r"^go build\b",
-        r"^make( build)?\s*$",
-        r"^(npm|pnpm|yarn)( run)? build\b",
-    ],
-}
 MUTATING_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
 # How an operation is named: ``program`` or ``program:subcommand``, as a person says it.
@@ -142,23 +126,6 @@ EXIT_CODE = re.compile(r"(?im)^\s*(?:Exit code|exit status)[: ]+(-?\d+)\b")
 OUTPUT_MAX = 4000  # of a tool's output, posted for the situations classifier
 
 
-def check_patterns() -> dict[str, list[re.Pattern]]:
-    raw = os.environ.get("CAIRN_CHECK_PATTERNS")
-    patterns = json.loads(raw) if raw else DEFAULT_CHECK_PATTERNS
-    return {kind: [re.compile(p) for p in items] for kind, items in patterns.items()}
-
-
-def check_kind(command: str) -> str | None:
-    words = _words(command.strip())
-    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
-        words = words[1:]
-    command = " ".join(words)
-    for kind, patterns in check_patterns().items():
-        if any(p.search(command) for p in patterns):
-            return kind
-    return None
-
-
 def _words(command: str) -> list[str]:
     try:
         return shlex.split(command)
@@ -189,59 +156,435 @@ def bash_operation(command: str) -> tuple[str, str]:
     return operation, target
 
 
-def _segments(command: str) -> list[list[str]] | None:
-    """The ``&&``-chained simple commands of ``command``; None when it has anything
-    else that decides its exit status (a pipe, ``||``, ``;``, ``&``, a subshell, a
-    command substitution, a second line) or cannot be read."""
-    if "\n" in command.strip() or "`" in command or "$(" in command:
-        return None
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:
-        return None
-    segments: list[list[str]] = [[]]
-    for token in tokens:
-        if token and set(token) <= set("();<>|&"):
-            if token == "&&":
-                segments.append([])
-            elif re.fullmatch(r"[0-9]*(>|>>|<|>&|&>|<&)", token) or token in (">&", "&>"):
-                segments[-1].append(token)  # a redirection keeps the command's status
-            else:
-                return None
-        else:
-            segments[-1].append(token)
-    return segments if all(segments) else None
+# Operation keys of the programs that check a project. A model-run one is a *step*:
+# named, kept with its outcome, never sent as a check (its exit status is whatever
+# the model's command line made it). The declared checks are the evidence.
+CHECK_OPERATIONS: dict[str, set[str]] = {
+    "test": {
+        "pytest",
+        "py.test",
+        "tox",
+        "nox",
+        "unittest",
+        "jest",
+        "vitest",
+        "mocha",
+        "npm:test",
+        "npm:run-test",
+        "pnpm:test",
+        "pnpm:run-test",
+        "yarn:test",
+        "yarn:run-test",
+        "make:test",
+        "make:check",
+        "cargo:test",
+        "go:test",
+    },
+    "lint": {
+        "ruff",
+        "eslint",
+        "flake8",
+        "mypy",
+        "pylint",
+        "black",
+        "golangci-lint",
+        "npm:run-lint",
+        "pnpm:run-lint",
+        "yarn:lint",
+        "yarn:run-lint",
+        "make:lint",
+    },
+    "build": {
+        "tsc",
+        "cargo:build",
+        "go:build",
+        "make:build",
+        "npm:run-build",
+        "pnpm:run-build",
+        "yarn:build",
+        "yarn:run-build",
+    },
+}
+# Commands after which the rest of an ``&&`` chain may not run, or not as written.
+ENDS_THE_LINE = {"exit", "return", "exec", "logout", "kill", "trap", "alias", "shopt"}
 
 
-def attributed_check(command: str, *, exit_code: int | None, background: bool):
-    """``(kind, why_unverified)`` for a Bash command that looks like a check.
+def check_kind(operation: str) -> str | None:
+    """``test``, ``lint`` or ``build`` for a program that checks a project, else None."""
+    operation = operation.removeprefix("bash:")
+    return next((k for k, ops in CHECK_OPERATIONS.items() if operation in ops), None)
 
-    A check is evidence only when the exit status Claude Code reports is the check's
-    own: a bare command, or the last of an ``&&`` chain when the chain passed (a
-    failed chain may have failed before the check ran). A pipeline (``pytest | tail``),
-    ``|| true``, a ``;`` list, a background run, or a status the hook could not read
-    is kept as an unverified step: no check, nothing for confidence."""
-    segments = _segments(command)
-    if segments is None:
-        kind = check_kind(command) or next(
-            (k for part in re.split(r"\|\||&&|[|;&]", command) if (k := check_kind(part))), None
+
+@dataclass(frozen=True)
+class CommandStep:
+    """A Bash command line as the hook names it."""
+
+    operation: str  # ``pytest``, ``uv:pip-install``; ``bash`` when no one command owns it
+    target: str
+    check: str | None  # the kind of check it looks like (a step all the same)
+    attributed: bool  # whether the line's exit status is that command's own
+    why: str = ""
+
+
+def command_step(command: str, *, ok: bool | None = None) -> CommandStep:
+    """Name a Bash command line from its parse (``cairn_client.shell``): a plain line
+    (one simple command, or an ``&&`` chain that passed) is its last command; anything
+    else (``||``, ``;``, ``&``, a pipe, a subshell, a function, ``eval``, a here-doc,
+    a second line, a failed chain, ``exit 0 && …``) is ``bash``: no command owns its
+    status."""
+    parsed = shell.parse(command)
+    if not parsed.ok or not parsed.commands:
+        return CommandStep("bash", "", None, False, why=parsed.error or "empty")
+    programs = [os.path.basename(c[0]) if c else "" for c in parsed.commands]
+    recognised = [
+        (op, target)
+        for argv in parsed.commands
+        if (words := shell.unwrap(argv))
+        for op, target in [bash_operation(shlex.join(words))]
+    ]
+    kind = next((k for op, _ in recognised if (k := check_kind(op))), None)
+    why = ""
+    if not parsed.plain:
+        why = "compound: " + ", ".join(sorted({*parsed.constructs, *parsed.operators}))
+    elif any(p in ENDS_THE_LINE for p in programs[:-1]):
+        why = "an earlier command ends or rewrites the line"
+    elif len(parsed.commands) > 1 and ok is False:
+        why = "a chain that failed (any of its commands may have)"
+    words = shell.unwrap(parsed.last)
+    if why or not words:
+        return CommandStep("bash", "", kind, False, why=why or "no command")
+    operation, target = bash_operation(shlex.join(words))
+    return CommandStep(operation, target, check_kind(operation) or kind, True)
+
+
+@dataclass
+class ToolEvent:
+    """One tool call as the core sees it, whatever the host (Claude Code, Codex …)."""
+
+    tool: str  # the host's tool name: Bash, Edit, Read, mcp__…
+    tool_input: dict
+    tool_use_id: str = ""
+    cwd: str | None = None
+    failed: bool = False
+    exit_code: int | None = None
+    interrupted: bool = False
+    background: bool = False
+    error: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    output: str = ""
+
+    @property
+    def command(self) -> str:
+        return str(self.tool_input.get("command") or "") if self.tool == "Bash" else ""
+
+
+def _subject(tool: str, tool_input: dict) -> str:
+    """What a tool call is on, for situations: a Bash command's program, else the tool."""
+    if tool == "Bash":
+        step = command_step(str(tool_input.get("command") or ""))
+        return step.operation.split(":", 1)[0] or "bash"
+    return tool
+
+
+def _tool_step(state: dict, call: ToolEvent) -> dict:
+    """Record one tool call as a step; returns the result to post for situations."""
+    tool = call.tool
+    code = call.exit_code
+    ok = not call.failed and not call.interrupted and (code is None or code == 0)
+    kind, attributed = None, True
+    if tool == "Bash":
+        named = command_step(call.command, ok=ok)
+        operation, target, kind, attributed = (
+            f"bash:{named.operation}" if named.operation != "bash" else "bash",
+            named.target,
+            named.check,
+            named.attributed,
         )
-        return (kind, "compound command") if kind else (None, None)
-    kinds = [check_kind(shlex.join(segment)) for segment in segments]
-    if not any(kinds):
-        return None, None
-    kind = kinds[-1] or next(k for k in kinds if k)
-    if background:
-        return kind, "run in the background"
-    if kinds[-1] is None:
-        return kind, "not the last command"
-    if exit_code is None:
-        return kind, "exit status unknown"
-    if len(segments) > 1 and exit_code != 0:
-        return kind, "a chain that failed"
-    return kind, None
+    else:
+        operation = tool.lower() if not tool.startswith("mcp__") else tool
+        target = str(
+            call.tool_input.get("file_path")
+            or call.tool_input.get("path")
+            or call.tool_input.get("url")
+            or ""
+        )
+    state.setdefault("tool_started", {}).pop(call.tool_use_id, None)
+    started = state.get("_started")
+    target = os.path.relpath(target, call.cwd or os.getcwd()) if target.startswith("/") else target
+    step = step_add(
+        state,
+        operation_key=operation,
+        target=target,
+        outcome="ok" if ok else "failed",
+        mutated=tool in MUTATING_TOOLS,
+    )
+    if kind:
+        # A model-run check is a step, kept for the record (the outcome page shows it),
+        # never a check: only the declared checks the hook runs itself are evidence.
+        state["approach"][-1].update(verified=False, unverified="run by the model")
+    error = call.error if not ok else ""
+    known = ok or (attributed and _known_error(operation, kind, code, call))
+    state["tool_calls"].append(
+        {
+            "session_id": state["session_id"],
+            "tool": tool[:100],
+            "operation_key": operation,
+            "ok": ok,
+            **({} if known else {"known_error": False}),
+            **({"error": error[:2000]} if error else {}),
+            **({"duration_ms": int((time.time() - started) * 1000)} if started else {}),
+        }
+    )
+    result = {
+        "tool": _subject(tool, call.tool_input)[:200],
+        "subject": _subject(tool, call.tool_input)[:200],
+        "ok": ok,
+        "session_id": state["session_id"][:200],
+        "attended": os.environ.get("CAIRN_ATTENDED", "1").strip().lower()
+        not in ("0", "false", "no", "off"),
+    }
+    if code is not None and tool == "Bash":
+        result["exit_code"] = code
+    for key in ("stdout", "stderr", "output"):
+        if getattr(call, key):
+            result[key] = getattr(call, key)[:OUTPUT_MAX]
+    if error:
+        result["stderr"] = error[:OUTPUT_MAX]
+    result["step"] = step
+    return result
+
+
+def _known_error(operation: str, kind: str | None, code: int | None, call: ToolEvent) -> bool:
+    """Whether a failed call should become a known error of its operation. Not a check
+    that failed (a red test run says nothing about how to run the tests), not a
+    question answered "no" (``grep`` found nothing), not a call the person interrupted,
+    not a line whose status no one command owns."""
+    if kind or call.interrupted or operation == "bash":
+        return False
+    program = operation.removeprefix("bash:").split(":", 1)[0]
+    return not (program in ASKING_PROGRAMS and code == 1)
+
+
+def _private_paths() -> list[Path]:
+    """The folders a declared check must not see: the token's and the hook's state."""
+    token_file = Path(os.environ.get("CAIRN_HARNESS_TOKEN_FILE") or install.default_token_file())
+    return [token_file.expanduser().resolve().parent, install.default_state_dir().resolve()]
+
+
+def run_declared_checks(state: dict, declared: list[str], *, cwd: str | None, timeout: float):
+    """Run the project's declared checks at the end of a turn, confined and without the
+    token (``cairn_client.checks``), and keep each with its real status; a test check
+    whose report shows no test that ran is kept as not run."""
+
+    def add(*, declared, run, duration_s):
+        operation, target = bash_operation(shlex.join(shell.unwrap(_first(declared.command))))
+        check_add(
+            state,
+            kind=declared.kind,
+            label=f"declared:{operation}",
+            target=target,
+            exit_code=run.exit_code,
+            duration_s=duration_s,
+            ran=run.ran,
+        )
+
+    checks.run_declared(
+        declared,
+        project=Path(cwd or os.getcwd()),
+        hidden=_private_paths(),
+        timeout=timeout,
+        add=add,
+        warn=warn,
+    )
+
+
+def _first(command: str) -> tuple[str, ...]:
+    parsed = shell.parse(command)
+    return parsed.last if parsed.ok and parsed.commands else tuple(command.split()[:1])
+
+
+class Net:
+    """This hook run's way to Cairn: one client with the hook's time budget, none at
+    all while the session's breaker is open, and the breaker tripped when Cairn does
+    not answer. A slow answer is used and said to be slow, never "unreachable"."""
+
+    def __init__(self, session: str, *, incognito: bool, cwd: str | None):
+        self.session = session
+        self.cwd = cwd
+        self.incognito = incognito
+        self._client: Cairn | None = None
+        self.up = not breaker_open(session)
+
+    def client(self) -> Cairn:
+        if self._client is None:
+            # The token is read here, when the first request goes out: after any
+            # declared check has exited, never before a child is started.
+            install.load_harness_token()
+            self._client = harness_client(budget=hook_limit(), incognito=self.incognito)
+            fields = project_fields(cwd=self.cwd)
+            self._client.project_remote = fields.get("project_remote")
+            self._client.project_path = fields.get("project_path")
+        return self._client
+
+    def call(self, what: str, fn):
+        """``fn(client)``, or None when Cairn is skipped, down or refuses."""
+        if not self.up:
+            return None
+        started = time.monotonic()
+        try:
+            answer = fn(self.client())
+        except CairnError as exc:
+            took = time.monotonic() - started
+            if exc.code == "no_token":
+                warn(exc.message)
+                self.up = False
+            elif down(exc):
+                if exc.status is None and "timed out" in str(exc).lower():
+                    said = f"no answer in {took:.1f} s (slow or hung)"
+                else:
+                    said = str(exc)
+                warn(f"{what}: {said}; kept for later, skipping Cairn for this session a while")
+                breaker_trip(self.session)
+                self.up = False
+            else:
+                warn(f"{what} refused: {exc}")
+            return None
+        took, budget = time.monotonic() - started, hook_budget()
+        if took > budget:
+            warn(
+                f"{what}: Cairn is slow, {took:.1f} s, {took - budget:.1f} s over the {budget:g} s budget"
+            )
+        return answer
+
+    def drain(self) -> None:
+        if self.call("sending what was kept", outbox_drain) is not None:
+            breaker_reset(self.session)
+
+
+def _escalation_text(answer: dict | None) -> str:
+    if not isinstance(answer, dict) or answer.get("action") not in ("escalate", "refuse"):
+        return ""
+    escalation = answer.get("escalation") or {}
+    text = str(escalation.get("text") or "").strip()
+    if not text and answer["action"] == "refuse":
+        text = "Cairn: this tool needs a person at the keyboard and nobody is; do not run it."
+    return text
+
+
+# -- the core: one session's hooks, whatever the host
+
+
+class Core:
+    """What a harness's hooks do, host-independent: per-session state, the outbox, the
+    network budget, what was served (in play), and the PreToolUse / PostToolUse / Stop
+    logic. An adapter (Claude Code's below; Codex's later) turns the host's payloads
+    into these calls and the answers into the host's output."""
+
+    def __init__(self, session: str, *, cwd: str | None):
+        self.session = session
+        self.cwd = cwd
+        with turn_state(session) as state:
+            state["incognito"] = bool(state.get("incognito")) or incognito_default()
+            self.incognito = state["incognito"]
+        self.net = Net(session, incognito=self.incognito, cwd=cwd)
+
+    def session_start(self) -> str:
+        """The plan-time context to show the model ('' for none)."""
+        machine = machine_fingerprint()
+        context = self.net.call("reading the context", lambda c: c.context(machine=machine))
+        if not self.incognito:
+            self.net.drain()
+        if not context:
+            return ""
+        with turn_state(self.session) as state:
+            served_add(state, context)
+        return context.get("text") or ""
+
+    def prompt(self, prompt: str) -> None:
+        """The person's prompt opens a turn (a host's own notices do not)."""
+        if NOT_THE_USER.match(prompt):
+            return  # the host's own message: the turn goes on, nothing is stored
+        with turn_state(self.session) as state:
+            # The person answers after an escalation: the blockers of that turn close.
+            answered = state["outcome_id"] if state.get("escalated") else ""
+            if state["open"]:  # a turn without a Stop (interrupted): close it first
+                turn_outcome(
+                    state, project=project_fields(cwd=self.cwd), machine=machine_fingerprint()
+                )
+            state["escalated"] = False
+            turn_start(state, goal=prompt)
+            if prompt.strip() and not self.incognito:
+                outbox_put(
+                    "turn",
+                    {
+                        "session_id": self.session,
+                        "role": "user",
+                        "content": prompt[:20000],
+                        "turn_index": state["turn_index"],
+                    },
+                )
+        if self.incognito:
+            return
+        if answered:
+            session = self.session
+            self.net.call(
+                "closing the blockers the person answered",
+                lambda c: c.post_result(
+                    answered, tool="", ok=True, user_answered=True, session_id=session
+                ),
+            )
+        self.net.drain()
+
+    def tool_before(self, tool: str, tool_input: dict, tool_use_id: str) -> str:
+        """A reason to deny the call ('' to let it run). Stays off the network."""
+        subject = _subject(tool, tool_input)
+        with turn_state(self.session) as state:
+            ensure_open(state)
+            state.setdefault("tool_started", {})[tool_use_id] = time.time()
+            return state.get("escalations", {}).get(subject) or ""
+
+    def tool_after(self, call: ToolEvent) -> str:
+        """Record the call; returns what the server says the model should read ('')."""
+        with turn_state(self.session) as state:
+            state["_started"] = state.setdefault("tool_started", {}).get(call.tool_use_id)
+            result = _tool_step(state, call)
+            state.pop("_started", None)
+            turn_id = state["outcome_id"]
+        if self.incognito:
+            return ""
+        result.pop("step")
+        result["machine"] = machine_fingerprint()
+        answer = self.net.call(
+            "posting the tool result", lambda c: c.post_result(turn_id, **result)
+        )
+        if answer is not None and outbox_size():
+            self.net.drain()  # Cairn answers again: what any session kept goes now
+        text = _escalation_text(answer)
+        if not text:
+            return ""
+        with turn_state(self.session) as state:
+            subject = (answer.get("escalation") or {}).get("subject") or result["subject"]
+            state.setdefault("escalations", {})[subject] = text
+            state["escalations"][result["subject"]] = text
+            state["escalated"] = True
+        return text
+
+    def stop(self, *, checks: list[str] | None = None, check_timeout: float = 600) -> None:
+        """The turn ends: run the declared checks, keep the outcome, send what is kept."""
+        with turn_state(self.session) as state:
+            if state["open"]:
+                if checks and not self.incognito:
+                    run_declared_checks(state, checks, cwd=self.cwd, timeout=check_timeout)
+                state.setdefault("tool_started", {}).clear()
+                turn_outcome(
+                    state, project=project_fields(cwd=self.cwd), machine=machine_fingerprint()
+                )
+        if not self.incognito:
+            self.net.drain()
+
+
+# -- the Claude Code adapter
 
 
 def exit_code_of(payload: dict, *, failed: bool) -> int | None:
@@ -264,296 +607,65 @@ def exit_code_of(payload: dict, *, failed: bool) -> int | None:
     return 0
 
 
-def _subject(tool: str, tool_input: dict) -> str:
-    """What a tool call is on, for situations: a Bash command's program, else the tool."""
-    if tool == "Bash":
-        operation, _ = bash_operation(str(tool_input.get("command") or ""))
-        return operation.split(":", 1)[0] or "bash"
-    return tool
-
-
-def _tool_step(state: dict, payload: dict, *, failed: bool) -> dict:
-    """Record one tool call; returns the result to post for situations."""
-    tool = str(payload.get("tool_name") or "tool")
+def claude_code_tool_event(payload: dict, *, failed: bool) -> ToolEvent:
     tool_input = payload.get("tool_input") or {}
-    code = exit_code_of(payload, failed=failed)
     response = payload.get("tool_response")
-    interrupted = isinstance(response, dict) and bool(response.get("interrupted"))
-    ok = not failed and not interrupted and (code is None or code == 0)
-    command = ""
-    if tool == "Bash":
-        command = str(tool_input.get("command") or "")
-        segments = _segments(command)
-        # ``cd sub && pytest -q`` is a pytest run: an && chain is named by its last command.
-        last = shlex.join(segments[-1]) if segments and len(segments) > 1 else command
-        operation, target = bash_operation(last)
-        operation = f"bash:{operation}"
-    else:
-        operation = tool.lower() if not tool.startswith("mcp__") else tool
-        target = str(
-            tool_input.get("file_path") or tool_input.get("path") or tool_input.get("url") or ""
-        )
-    started = state.setdefault("tool_started", {}).pop(str(payload.get("tool_use_id")), None)
-    target = (
-        os.path.relpath(target, payload.get("cwd") or os.getcwd())
-        if target.startswith("/")
-        else target
+    call = ToolEvent(
+        tool=str(payload.get("tool_name") or "tool"),
+        tool_input=tool_input if isinstance(tool_input, dict) else {},
+        tool_use_id=str(payload.get("tool_use_id")),
+        cwd=payload.get("cwd"),
+        failed=failed,
+        exit_code=exit_code_of(payload, failed=failed),
+        interrupted=bool(payload.get("is_interrupt"))
+        or (isinstance(response, dict) and bool(response.get("interrupted"))),
+        background=bool(isinstance(tool_input, dict) and tool_input.get("run_in_background")),
+        error=str(payload.get("error") or ""),
     )
-    kind, unverified = (None, None)
-    if tool == "Bash":
-        background = bool(tool_input.get("run_in_background"))
-        kind, unverified = attributed_check(command, exit_code=code, background=background)
-    step = step_add(
-        state,
-        operation_key=operation,
-        target=target,
-        outcome="ok" if ok else "failed",
-        mutated=tool in MUTATING_TOOLS,
-    )
-    if kind and unverified:
-        # Kept for the record (the outcome page shows the step), never as a check.
-        state["approach"][-1].update(verified=False, unverified=unverified)
-    elif kind:
-        check_add(
-            state,
-            kind=kind,
-            label=operation.removeprefix("bash:"),
-            target=target,
-            exit_code=code,
-            duration_s=None if started is None else time.time() - started,
-        )
-    error = str(payload.get("error") or "") if not ok else ""
-    state["tool_calls"].append(
-        {
-            "session_id": state["session_id"],
-            "tool": tool[:100],
-            "operation_key": operation,
-            "ok": ok,
-            **(
-                {} if ok or _known_error(operation, kind, code, payload) else {"known_error": False}
-            ),
-            **({"error": error[:2000]} if error else {}),
-            **({"duration_ms": int((time.time() - started) * 1000)} if started else {}),
-        }
-    )
-    result = {
-        "tool": _subject(tool, tool_input)[:200],
-        "subject": _subject(tool, tool_input)[:200],
-        "ok": ok,
-        "session_id": state["session_id"][:200],
-        "attended": os.environ.get("CAIRN_ATTENDED", "1").strip().lower()
-        not in ("0", "false", "no", "off"),
-    }
-    if code is not None and tool == "Bash":
-        result["exit_code"] = code
     if isinstance(response, dict):
-        for key in ("stdout", "stderr"):
-            if isinstance(response.get(key), str) and response[key]:
-                result[key] = response[key][:OUTPUT_MAX]
-    elif isinstance(response, str) and response:
-        result["output"] = response[:OUTPUT_MAX]
-    if error:
-        result["stderr"] = error[:OUTPUT_MAX]
-    result["step"] = step
-    return result
-
-
-def _known_error(operation: str, kind: str | None, code: int | None, payload: dict) -> bool:
-    """Whether a failed call should become a known error of its operation. Not a check
-    that failed (its verdict is the evidence; a red test run says nothing about how to
-    run the tests), not a question answered "no" (``grep`` found nothing), not a call
-    the person interrupted."""
-    if kind or payload.get("is_interrupt"):
-        return False
-    program = operation.removeprefix("bash:").split(":", 1)[0]
-    return not (program in ASKING_PROGRAMS and code == 1)
-
-
-def run_declared_checks(state: dict, checks: list[str], *, cwd: str | None, timeout: float):
-    """Run the checks declared on the hook's command line (``kind=command``) at the end
-    of a turn, outside the model, and keep each as a check with its real exit status
-    (124 when it ran out of time)."""
-    for declared in checks:
-        kind, _, command = declared.partition("=")
-        if kind not in ("test", "lint", "build") or not command.strip():
-            warn(f"ignored --check {declared!r}: write it as test=CMD, lint=CMD or build=CMD")
-            continue
-        started = time.monotonic()
-        try:
-            code = subprocess.run(
-                command,
-                shell=True,
-                cwd=cwd or None,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=timeout,
-            ).returncode
-        except subprocess.TimeoutExpired:
-            code = 124
-        except OSError:
-            code = 127
-        operation, target = bash_operation(command)
-        check_add(
-            state,
-            kind=kind,
-            label=f"declared:{operation}",
-            target=target,
-            exit_code=code,
-            duration_s=time.monotonic() - started,
-        )
-
-
-class Net:
-    """This hook run's way to Cairn: one client with the hook's time budget, none at
-    all while the session's breaker is open, and the breaker tripped on a failure."""
-
-    def __init__(self, session: str, *, incognito: bool, cwd: str | None):
-        self.session = session
-        self.cwd = cwd
-        self.incognito = incognito
-        self._client: Cairn | None = None
-        self.up = not breaker_open(session)
-
-    def client(self) -> Cairn:
-        if self._client is None:
-            self._client = harness_client(budget=hook_budget(), incognito=self.incognito)
-            fields = project_fields(cwd=self.cwd)
-            self._client.project_remote = fields.get("project_remote")
-            self._client.project_path = fields.get("project_path")
-        return self._client
-
-    def call(self, what: str, fn):
-        """``fn(client)``, or None when Cairn is skipped, down or refuses."""
-        if not self.up:
-            return None
-        try:
-            return fn(self.client())
-        except CairnError as exc:
-            if exc.code == "no_token":
-                warn(exc.message)
-                self.up = False
-            elif down(exc):
-                warn(f"{what}: {exc}; skipping Cairn for this session a while")
-                breaker_trip(self.session)
-                self.up = False
-            else:
-                warn(f"{what} refused: {exc}")
-            return None
-
-    def drain(self) -> None:
-        if self.call("sending what was kept", outbox_drain) is not None:
-            breaker_reset(self.session)
-
-
-def _escalation_text(answer: dict | None) -> str:
-    if not isinstance(answer, dict) or answer.get("action") not in ("escalate", "refuse"):
-        return ""
-    escalation = answer.get("escalation") or {}
-    text = str(escalation.get("text") or "").strip()
-    if not text and answer["action"] == "refuse":
-        text = "Cairn: this tool needs a person at the keyboard and nobody is; do not run it."
-    return text
+        call.stdout = response.get("stdout") if isinstance(response.get("stdout"), str) else ""
+        call.stderr = response.get("stderr") if isinstance(response.get("stderr"), str) else ""
+    elif isinstance(response, str):
+        call.output = response
+    return call
 
 
 def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: float = 600):
-    """One hook event; returns the JSON to print for Claude Code (or None)."""
+    """One Claude Code hook event; returns the JSON to print for Claude Code (or None)."""
     event = payload.get("hook_event_name")
     session = str(payload.get("session_id") or os.environ.get("CAIRN_SESSION") or "claude-code")
-    cwd = payload.get("cwd")
-    with turn_state(session) as state:
-        state["incognito"] = bool(state.get("incognito")) or incognito_default()
-        incognito = state["incognito"]
-    net = Net(session, incognito=incognito, cwd=cwd)
+    core = Core(session, cwd=payload.get("cwd"))
     if event == "SessionStart":
-        machine = machine_fingerprint()
-        context = net.call("reading the context", lambda c: c.context(machine=machine))
-        if not incognito:
-            net.drain()
-        if not context:
-            return None
-        with turn_state(session) as state:
-            served_add(state, context)
-        text = context.get("text") or ""
+        text = core.session_start()
         if not text.strip():
             return None
         return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
     if event == "UserPromptSubmit":
-        prompt = str(payload.get("prompt") or "")
-        if NOT_THE_USER.match(prompt):
-            return None  # Claude Code's own message: the turn goes on, nothing is stored
-        with turn_state(session) as state:
-            # The person answers after an escalation: the blockers of that turn close.
-            answered = state["outcome_id"] if state.get("escalated") else ""
-            if state["open"]:  # a turn without a Stop (interrupted): close it first
-                turn_outcome(state, project=project_fields(cwd=cwd), machine=machine_fingerprint())
-            state["escalated"] = False
-            turn_start(state, goal=prompt)
-            if prompt.strip() and not incognito:
-                outbox_put(
-                    "turn",
-                    {
-                        "session_id": session,
-                        "role": "user",
-                        "content": prompt[:20000],
-                        "turn_index": state["turn_index"],
-                    },
-                )
-        if not incognito:
-            if answered:
-                net.call(
-                    "closing the blockers the person answered",
-                    lambda c: c.post_result(
-                        answered, tool="", ok=True, user_answered=True, session_id=session
-                    ),
-                )
-            net.drain()
+        core.prompt(str(payload.get("prompt") or ""))
         return None
     if event == "PreToolUse":
-        tool = str(payload.get("tool_name") or "tool")
-        subject = _subject(tool, payload.get("tool_input") or {})
-        with turn_state(session) as state:
-            ensure_open(state)
-            state.setdefault("tool_started", {})[str(payload.get("tool_use_id"))] = time.time()
-            text = state.get("escalations", {}).get(subject)
-        if text:
+        reason = core.tool_before(
+            str(payload.get("tool_name") or "tool"),
+            payload.get("tool_input") or {},
+            str(payload.get("tool_use_id")),
+        )
+        if reason:
             return {
                 "hookSpecificOutput": {
                     "hookEventName": "PreToolUse",
                     "permissionDecision": "deny",
-                    "permissionDecisionReason": text,
+                    "permissionDecisionReason": reason,
                 }
             }
         return None
     if event in ("PostToolUse", "PostToolUseFailure"):
-        with turn_state(session) as state:
-            result = _tool_step(state, payload, failed=event == "PostToolUseFailure")
-            turn_id = state["outcome_id"]
-        if incognito:
-            return None
-        result.pop("step")
-        result["machine"] = machine_fingerprint()
-        answer = net.call("posting the tool result", lambda c: c.post_result(turn_id, **result))
-        if answer is not None and outbox_size():
-            net.drain()  # Cairn answers again: what any session kept goes now
-        text = _escalation_text(answer)
+        call = claude_code_tool_event(payload, failed=event == "PostToolUseFailure")
+        text = core.tool_after(call)
         if not text:
             return None
-        with turn_state(session) as state:
-            subject = (answer.get("escalation") or {}).get("subject") or result["subject"]
-            state.setdefault("escalations", {})[subject] = text
-            state["escalations"][result["subject"]] = text
-            state["escalated"] = True
         return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     if event == "Stop":
-        with turn_state(session) as state:
-            if state["open"]:
-                if checks:
-                    run_declared_checks(state, checks, cwd=cwd, timeout=check_timeout)
-                state.setdefault("tool_started", {}).clear()
-                turn_outcome(state, project=project_fields(cwd=cwd), machine=machine_fingerprint())
-        if not incognito:
-            net.drain()
+        core.stop(checks=checks, check_timeout=check_timeout)
         return None
     return None
 
@@ -572,10 +684,12 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KIND=COMMAND",
-        help="a check the hook runs itself when a turn ends (test=, lint= or build=); "
-        "also CAIRN_HOOK_CHECKS, one per line",
+        help="a check the hook runs itself, confined, when a turn ends (test=, lint= or "
+        "build=); also CAIRN_HOOK_CHECKS, one per line",
     )
-    parser.add_argument("--check-timeout", type=float, default=600.0, help="seconds per check")
+    parser.add_argument(
+        "--check-timeout", type=float, default=checks.CHECK_TIMEOUT_S, help="seconds per check"
+    )
     if args[:1] != ["claude-code"]:
         print(
             "usage: cairn-hook claude-code < hook-payload.json\n"
@@ -593,9 +707,22 @@ def main(argv: list[str] | None = None) -> int:
         for line in (os.environ.get("CAIRN_HOOK_CHECKS") or "").splitlines()
         if line.strip()
     ]
-    install.load_harness_token()  # the token file, read here: never in the model's env
     try:
         payload = json.loads(sys.stdin.read() or "{}")
+    except ValueError as exc:
+        warn(f"hook skipped: the payload is not JSON ({exc})")
+        return 0
+    # Before the token is read: is this process's code the model's to edit?
+    project = payload.get("cwd") or os.getcwd()
+    found = confine.violations(Path(project))
+    if found:
+        # Exit 1: Claude Code's non-blocking hook error. The person sees the message on
+        # every event; the agent's work goes on; nothing is read, run or sent. (Exit 2
+        # would block each tool call and feed the message to the model; exit 0 would
+        # hide it.)
+        warn(confine.refusal(found))
+        return confine.EXIT_REFUSED
+    try:
         output = handle(payload, checks=declared, check_timeout=options.check_timeout)
     except Exception as exc:  # noqa: BLE001 - a hook must never fail Claude Code
         warn(f"hook skipped: {exc.__class__.__name__}: {exc}")

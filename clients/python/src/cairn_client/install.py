@@ -28,6 +28,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from cairn_client import checks as checks_module
+from cairn_client import confine
+
 HOOK_EVENTS = (
     "SessionStart",
     "UserPromptSubmit",
@@ -81,15 +84,29 @@ def token_write(path: Path, token: str) -> None:
     os.chmod(path, 0o600)
 
 
-def hook_command(*, hook: str, url: str, token_file: Path) -> str:
-    return " ".join(
-        [
-            f"CAIRN_URL={shlex.quote(url)}",
-            f"CAIRN_HARNESS_TOKEN_FILE={shlex.quote(str(token_file))}",
-            shlex.quote(hook),
-            "claude-code",
-        ]
-    )
+def hook_command(
+    *, hook: str, url: str, token_file: Path, checks: list[str] = (), check_timeout: float = 0
+) -> str:
+    words = [
+        f"CAIRN_URL={shlex.quote(url)}",
+        f"CAIRN_HARNESS_TOKEN_FILE={shlex.quote(str(token_file))}",
+        shlex.quote(hook),
+        "claude-code",
+    ]
+    for check in checks:
+        words += ["--check", shlex.quote(check)]
+    if checks and check_timeout:
+        words += ["--check-timeout", f"{check_timeout:g}"]
+    return " ".join(words)
+
+
+def install_paths() -> list[Path]:
+    """Where the client's code and interpreter live (symlinks resolved): the model's
+    Edit and Write tools are denied there, as are the token and state folders."""
+    import cairn_client
+
+    paths = [Path(cairn_client.__file__).resolve().parent, Path(sys.prefix).resolve()]
+    return [p for i, p in enumerate(paths) if not any(p != q and q in p.parents for q in paths)]
 
 
 def _is_cairn_hook(entry: dict) -> bool:
@@ -101,7 +118,14 @@ def _add_unique(items: list, new: list) -> list:
 
 
 def settings_merge(
-    settings: dict, *, command: str, token_file: Path, state_dir: Path
+    settings: dict,
+    *,
+    command: str,
+    token_file: Path,
+    state_dir: Path,
+    stop_command: str | None = None,
+    stop_timeout: int = 10,
+    protected: list[Path] = (),
 ) -> tuple[dict, list[str]]:
     """``settings`` with Cairn's hooks, sandbox and permission rules; returns it and
     the names of secrets it removed from the ``env`` block."""
@@ -116,16 +140,28 @@ def settings_merge(
     for event in HOOK_EVENTS:
         entries = [e for e in hooks.get(event) or [] if not _is_cairn_hook(e)]
         entry = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+        if event == "Stop" and stop_command:
+            # The declared checks run inside this one Stop hook: nothing else races it,
+            # and its timeout covers them.
+            entry = {
+                "hooks": [{"type": "command", "command": stop_command, "timeout": stop_timeout}]
+            }
         if event in TOOL_EVENTS:
             entry = {"matcher": "*", **entry}
         hooks[event] = [*entries, entry]
 
     private = [str(token_file.parent), str(state_dir)]
+    # The hook's code and interpreter, and the token and state folders: no Edit/Write
+    # (``//abs`` is an absolute path in Claude Code's rules; the sandbox's Bash cannot
+    # write outside the project anyway).
+    guarded = [*private, *(str(p) for p in protected)]
     permissions = settings.setdefault("permissions", {})
     permissions["allow"] = _add_unique(permissions.get("allow") or [], ["mcp__cairn"])
     permissions["deny"] = _add_unique(
         permissions.get("deny") or [],
-        [f"Read(/{path}/**)" for path in private] + ["Edit(./.claude/**)", "Write(./.claude/**)"],
+        [f"Read(/{path}/**)" for path in private]
+        + ["Edit(./.claude/**)", "Write(./.claude/**)"]
+        + [f"{tool}(/{path}/**)" for path in guarded for tool in ("Edit", "Write")],
     )
 
     sandbox = settings.setdefault("sandbox", {})
@@ -152,7 +188,15 @@ def install_claude_code(
     token_file: Path,
     hook: str,
     state_dir: Path,
+    checks: list[str] = (),
+    check_timeout: float = 600,
 ) -> Path:
+    path = project / ".claude" / "settings.json"
+    settings = json.loads(path.read_text()) if path.exists() else {}
+    # Refuse a client the model could patch: it would hold the token next time it runs.
+    found = confine.violations(project)
+    if found:
+        raise SystemExit("cairn-hook install: " + confine.refusal(found))
     if token:
         token_write(token_file, token)
     elif not token_file.exists():
@@ -160,13 +204,16 @@ def install_claude_code(
             f"no harness token: set CAIRN_HARNESS_TOKEN or pass --token-stdin "
             f"(nothing at {token_file})"
         )
-    path = project / ".claude" / "settings.json"
-    settings = json.loads(path.read_text()) if path.exists() else {}
     merged, removed = settings_merge(
         settings,
         command=hook_command(hook=hook, url=url, token_file=token_file),
+        stop_command=hook_command(
+            hook=hook, url=url, token_file=token_file, checks=checks, check_timeout=check_timeout
+        ),
+        stop_timeout=int(check_timeout * max(len(checks), 1) + 30) if checks else 10,
         token_file=token_file,
         state_dir=state_dir,
+        protected=install_paths(),
     )
     for name in removed:
         print(f"cairn: removed {name} from {path}'s env block (the model sees it)", file=sys.stderr)
@@ -198,11 +245,30 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="read the harness token from stdin (else CAIRN_HARNESS_TOKEN)",
     )
+    parser.add_argument(
+        "--check",
+        action="append",
+        default=None,
+        metavar="KIND=COMMAND",
+        help="a check the Stop hook runs itself, confined (test=, lint=, build=); "
+        "default: the checks detected in the project",
+    )
+    parser.add_argument(
+        "--no-checks", action="store_true", help="declare no check (outcomes stay unjudged)"
+    )
+    parser.add_argument("--check-timeout", type=float, default=600.0, help="seconds per check")
     args = parser.parse_args(argv)
+    project = Path(args.project).resolve()
+    declared = [] if args.no_checks else (args.check or checks_module.detect(project))
+    for check in declared:
+        if checks_module.parse_declared(check) is None:
+            raise SystemExit(f"cairn-hook install: --check {check!r}: write it as test=CMD")
     token = sys.stdin.read().strip() if args.token_stdin else os.environ.get("CAIRN_HARNESS_TOKEN")
     token_file = Path(args.token_file or default_token_file()).expanduser().resolve()
     path = install_claude_code(
-        project=Path(args.project).resolve(),
+        project=project,
+        checks=declared,
+        check_timeout=args.check_timeout,
         url=args.url,
         token=token,
         token_file=token_file,
@@ -210,4 +276,13 @@ def main(argv: list[str]) -> int:
         state_dir=default_state_dir().expanduser().resolve(),
     )
     print(f"cairn: hooks and sandbox written to {path}; harness token kept in {token_file}")
+    if declared:
+        print("cairn: declared checks (run by the Stop hook, confined, without the token):")
+        for check in declared:
+            print(f"    {check}")
+    else:
+        print(
+            "cairn: no check declared, so no outcome is judged passed or failed; declare "
+            "one with --check 'test=CMD'"
+        )
     return 0
