@@ -68,13 +68,27 @@ CREATE TRIGGER knowledge_text_delta_update AFTER UPDATE ON memory_knowledge
 CREATE TRIGGER knowledge_text_delta_delete AFTER DELETE ON memory_knowledge
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION memory_knowledge_text_delta();
+
+-- TRUNCATE fires no DELETE trigger: it empties every workspace, so the counts go too.
+CREATE OR REPLACE FUNCTION memory_knowledge_text_truncate() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    DELETE FROM memory_textstatdelta;
+    DELETE FROM memory_textstat;
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER knowledge_text_truncate AFTER TRUNCATE ON memory_knowledge
+    FOR EACH STATEMENT EXECUTE FUNCTION memory_knowledge_text_truncate();
 """
 
 DROP_TRIGGERS = """
 DROP TRIGGER IF EXISTS knowledge_text_delta_insert ON memory_knowledge;
 DROP TRIGGER IF EXISTS knowledge_text_delta_update ON memory_knowledge;
 DROP TRIGGER IF EXISTS knowledge_text_delta_delete ON memory_knowledge;
+DROP TRIGGER IF EXISTS knowledge_text_truncate ON memory_knowledge;
 DROP FUNCTION IF EXISTS memory_knowledge_text_delta();
+DROP FUNCTION IF EXISTS memory_knowledge_text_truncate();
 """
 
 # The rows stored before the triggers existed, counted once (the same rule).

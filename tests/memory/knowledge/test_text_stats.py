@@ -197,6 +197,16 @@ def test_rebuild_counts_what_the_table_holds(workspace):
     assert (workspace.pk, "violin") in _kept()
 
 
+def test_truncate_empties_the_counts(workspace):
+    Knowledge.objects.create(workspace=workspace, content="heron weir")
+    text_stats.fold()
+    Knowledge.objects.create(workspace=workspace, content="kettle lamp")
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no FK check pending at TRUNCATE
+        cursor.execute("TRUNCATE memory_knowledge CASCADE")
+    assert _kept() == _counted() == {}
+
+
 @override_settings(
     CAIRN_RECALL_EF_SEARCH=100,
     CAIRN_RECALL_EF_SEARCH_GROW_FROM=100_000,
