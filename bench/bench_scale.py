@@ -370,6 +370,15 @@ def measure(n: int, layout: str, synth, data: dict, queries: int) -> dict:
     print(f"  API recall p50 {api['p50_ms']:.1f} ms, p95 {api['p95_ms']:.1f}", flush=True)
     split = {side: _pct(_time_each(lambda i, s=side: run.search(i, s), run.held))
              for side in ("both", "vector", "text")}  # fmt: skip
+    # The same statements counting the scope and each word's rows on every recall (the
+    # text half before issue 52), in the same run: the ratio is this run's, not two runs'.
+    from django.test import override_settings as _override
+
+    with _override(CAIRN_RECALL_TEXT_STATS=False):
+        for side in ("both", "text"):
+            split[f"{side}_counting"] = _pct(
+                _time_each(lambda i, s=side: run.search(i, s), run.held)
+            )
     # Recall marks what it returns as used (an UPDATE of up to 10 rows); incognito does not.
     split["api_incognito"] = _pct(_time_each(lambda i: run.api(i, incognito=True), run.held))
     print("  SQL p50: " + ", ".join(f"{k} {v['p50_ms']:.1f}" for k, v in split.items()), flush=True)
@@ -404,8 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="only redraw md/svg from the json")
     parser.add_argument("--merge", action="store_true", help="keep stored runs of other sizes")
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--out", default="scale", help="results name under bench/results/")
     args = parser.parse_args(argv)
-    out = common.RESULTS / "scale"
+    out = common.RESULTS / args.out
     if args.quick:
         args.sizes, args.queries = "1500", 16
         out = scale_data.CACHE / "scale-quick"

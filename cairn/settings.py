@@ -136,6 +136,24 @@ if envbool("CAIRN_DB_PREPARE", True):  # 0: a pooler that cannot keep prepared s
 # Test runs and their worker processes point at the test database by name.
 if os.environ.get("CAIRN_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = os.environ["CAIRN_DATABASE_NAME"]
+# A streaming read replica (cairn/db_router.py): recall and the UI's lists read there.
+if os.environ.get("REPLICA_DATABASE_URL") or embedded.replica_wanted():
+    DATABASES["replica"] = {
+        **DATABASES["default"],
+        "OPTIONS": {**DATABASES["default"]["OPTIONS"], "connect_timeout": 2},
+        "TEST": {"MIRROR": "default"},
+        **(
+            dj_database_url.parse(os.environ["REPLICA_DATABASE_URL"], conn_max_age=60)
+            if os.environ.get("REPLICA_DATABASE_URL")
+            else embedded.ensure_replica(DATABASES["default"])
+        ),
+    }
+    DATABASES["replica"]["OPTIONS"] = {
+        **DATABASES["default"]["OPTIONS"],
+        **DATABASES["replica"].get("OPTIONS", {}),
+        "connect_timeout": 2,
+    }
+DATABASE_ROUTERS = ["cairn.db_router.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- broker, result backend, cache ------------------------------------------

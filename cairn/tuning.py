@@ -84,6 +84,22 @@ CAIRN_RECALL_CANDIDATE_MIN = 20
 # HNSW search breadth (raised to the candidate count when that is larger) and
 # pgvector 0.8 iterative scans, so tight filters do not starve the vector list.
 CAIRN_RECALL_EF_SEARCH = envint("CAIRN_RECALL_EF_SEARCH", 100)
+# Beyond this many rows in the workspace the walk widens, as (rows / this) ** GROWTH,
+# up to MAX (memory/knowledge/vector_search.py, ef_search_for_rows): recall@10 0.95
+# on a million clustered rows needed 400 (docs/benchmarks/scale.md).
+CAIRN_RECALL_EF_SEARCH_GROW_FROM = envint("CAIRN_RECALL_EF_SEARCH_GROW_FROM", 100_000)
+CAIRN_RECALL_EF_SEARCH_GROWTH = envfloat("CAIRN_RECALL_EF_SEARCH_GROWTH", 0.6)
+CAIRN_RECALL_EF_SEARCH_MAX = envint("CAIRN_RECALL_EF_SEARCH_MAX", 400)
+# Full text from per-workspace statistics (memory/knowledge/text_stats.py): idf counts
+# read, not counted, and a small workspace's rows matched directly. Off counts as before.
+CAIRN_RECALL_TEXT_STATS = envbool("CAIRN_RECALL_TEXT_STATS", True)
+# Read replica (cairn/db_router.py): how long a read waits for the replica to replay
+# the primary's last write before reading the primary, and how long a replica that
+# failed is left alone.
+CAIRN_REPLICA_WAIT_MS = envint("CAIRN_REPLICA_WAIT_MS", 200)
+CAIRN_REPLICA_RETRY_S = envfloat("CAIRN_REPLICA_RETRY_S", 5.0)
+# The fold of the statistics' deltas runs this often (seconds); reads are exact either way.
+CAIRN_TEXT_STATS_FOLD_S = envint("CAIRN_TEXT_STATS_FOLD_S", 60)
 CAIRN_RECALL_ITERATIVE_SCAN = envstr("CAIRN_RECALL_ITERATIVE_SCAN", "relaxed_order")
 CAIRN_RECALL_MAX_SCAN_TUPLES = envint("CAIRN_RECALL_MAX_SCAN_TUPLES", 20000)
 # A search scope (a workspace, with its filters) of fewer rows than this is read
@@ -156,6 +172,10 @@ CAIRN_SCAN_BYTES_PER_MIN = envint("CAIRN_SCAN_BYTES_PER_MIN", 8 * 1024 * 1024)
 CAIRN_SCAN_BODY_MAX_BYTES = envint("CAIRN_SCAN_BODY_MAX_BYTES", 1024 * 1024)
 
 # Re-embed anything a previous embedder wrote (a no-op when nothing is pending).
+BEAT_SCHEDULE["text-stats-fold"] = {
+    "task": "memory.tasks.text_stats_fold",
+    "schedule": CAIRN_TEXT_STATS_FOLD_S,
+}
 BEAT_SCHEDULE["embed-backfill"] = {
     "task": "memory.tasks.embed_backfill",
     "schedule": envint("CAIRN_EMBED_BACKFILL_S", 3600),

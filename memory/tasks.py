@@ -301,3 +301,14 @@ def consolidate(run_id: int | None = None, workspace_id: int | None = None) -> i
 def webhook_deliver(delivery_id: int, number: int = 1, first: int = 1) -> str:
     """One attempt of a webhook delivery; it queues the next one itself (backoff)."""
     return delivery_attempt(delivery_id=delivery_id, number=number, first=first)
+
+
+@shared_task(name="memory.tasks.text_stats_fold")
+def text_stats_fold() -> dict:
+    """Fold full-text statistics' deltas into their counts (memory/knowledge/text_stats.py).
+
+    Housekeeping with no JobRun: recall reads the counts exactly with or without it,
+    and it runs every minute, which would fill the job list with nothing."""
+    from memory.knowledge.text_stats import fold
+
+    return fold()

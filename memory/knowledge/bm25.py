@@ -16,11 +16,31 @@ from django.conf import settings
 TERMS_SQL = "SELECT DISTINCT lx FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lx"
 
 
-def bm25_ctes(*, table: str, alias: str, where: str, scoring: str = "bm25") -> str:
+def bm25_ctes(
+    *,
+    table: str,
+    alias: str,
+    where: str,
+    scoring: str = "bm25",
+    idf: str | None = None,
+    small: str | None = None,
+) -> str:
     """CTEs ``m`` (the matches, at most %(text_cap)s), ``scope_n``, ``df`` (each query
     lexeme's idf over the scope) and ``sc`` (each match's score), each followed by a
     comma. ``scoring="ts_rank_cd"`` scores by PostgreSQL's cover density instead
-    (no idf: a word found in every row counts as much as a rare one)."""
+    (no idf: a word found in every row counts as much as a rare one).
+
+    A score is the same to the last bit whatever plan found the matches: its terms
+    are summed in lexeme order (floating-point addition depends on the order), and
+    the average length is exact (``avg`` of integers is a numeric).
+
+    ``idf``: CTEs ``scope_n`` and ``df`` to use instead of counting the scope (knowledge
+    recall reads them from per-workspace statistics, memory/knowledge/text_stats.py).
+    ``small``: a one-time SQL condition (an uncorrelated subquery) that the scope is
+    small; then its rows, read through the scope's btree filters, are each matched
+    against the query (an expression the GIN index cannot serve), instead of a GIN
+    bitmap built from every workspace's rows holding the query's words. A small
+    scope is below the match cap, so both ways take every match: the same ``m``."""
     if scoring == "ts_rank_cd":
         score = "SELECT m.id, ts_rank_cd(m.sv, (SELECT q FROM tsq))::float8 AS s FROM m"
     else:
@@ -28,6 +48,7 @@ def bm25_ctes(*, table: str, alias: str, where: str, scoring: str = "bm25") -> s
         SELECT m.id, sum(
             df.idf * (f.tf * (%(k1)s + 1))
             / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * length(m.sv) / al.avgdl))
+            ORDER BY u.lexeme
         )::float8 AS s
         FROM m
         CROSS JOIN (SELECT greatest(avg(length(sv)), 1)::float8 AS avgdl FROM m) al
@@ -38,12 +59,25 @@ def bm25_ctes(*, table: str, alias: str, where: str, scoring: str = "bm25") -> s
         ) f
         GROUP BY m.id"""
     a = alias
-    return f"""
-    m AS MATERIALIZED (
+    matches = f"""
         SELECT {a}.id, {a}.search_vector AS sv FROM {table} {a}
-        WHERE {where} AND {a}.search_vector @@ (SELECT q FROM tsq)
-        LIMIT %(text_cap)s
-    ),{idf_ctes(table=table, alias=alias, where=where)}
+        WHERE {where} AND {a}.search_vector @@ (SELECT q FROM tsq)"""
+    if small is not None:
+        matches = f"""({matches} AND NOT {small}
+        LIMIT %(text_cap)s)
+        UNION ALL
+        (SELECT {a}.id, {a}.search_vector AS sv FROM {table} {a}
+        WHERE {where} AND {small}
+          AND coalesce({a}.search_vector, ''::tsvector) @@ (SELECT q FROM tsq)
+        LIMIT %(text_cap)s)"""
+    else:
+        matches += """
+        LIMIT %(text_cap)s"""
+    if idf is None:
+        idf = idf_ctes(table=table, alias=alias, where=where)
+    return f"""
+    m AS MATERIALIZED ({matches}
+    ),{idf}
     sc AS MATERIALIZED ({score}),"""
 
 

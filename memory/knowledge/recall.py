@@ -17,9 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
+from cairn.db_router import read_on_replica
 from memory.core.embedders import EmbeddingError, validate_vector
 from memory.core.embeddings import get_embedder
 from memory.core.text import WORD
@@ -29,7 +30,11 @@ from memory.core.validation import (
 )
 from memory.knowledge.bm25 import bm25_ctes, bm25_params
 from memory.knowledge.selectors import json_value
+from memory.knowledge.text_stats import idf_ctes as stats_idf_ctes
+from memory.knowledge.text_stats import scope_ctes as stats_scope_ctes
+from memory.knowledge.text_stats import workspace_rows
 from memory.knowledge.vector_search import (
+    ef_search_for_rows,
     nearest_rows,
     nearest_rows_params,
     plan_for_these_values,
@@ -171,9 +176,31 @@ BM25_SCOPE_CAP = 10_000
 BM25_DF_CAP = 1_000
 
 
-def bm25_sql(where: str) -> str:
-    """BM25 CTEs ``m``, ``df`` and ``sc`` over active knowledge (memory/knowledge/bm25.py)."""
-    return bm25_ctes(table="memory_knowledge", alias="k", where=where)
+def bm25_sql(where: str, *, text_stats: str | None = None) -> str:
+    """BM25 CTEs ``m``, ``df`` and ``sc`` over active knowledge (memory/knowledge/bm25.py).
+
+    ``text_stats`` (issue 52: a text half whose cost follows the workspace, not the
+    table) reads the workspace's size from its kept statistics
+    (memory/knowledge/text_stats.py) and matches a small workspace's rows directly;
+    "idf" also takes the idf's counts from them instead of counting the scope and
+    each query word's rows on every recall: only when the scope is the whole
+    workspace (no context, category, entity or time filter), where the kept counts
+    are exactly what the count would find, so the ranking is the same. None counts.
+    """
+    if text_stats is None:
+        return bm25_ctes(table="memory_knowledge", alias="k", where=where)
+    if text_stats not in ("scope", "idf", "idf_sensitive"):
+        raise ValueError(f"unknown text_stats {text_stats!r}")
+    idf = None
+    if text_stats != "scope":
+        idf = stats_idf_ctes(include_sensitive=text_stats == "idf_sensitive")
+    return stats_scope_ctes() + bm25_ctes(
+        table="memory_knowledge",
+        alias="k",
+        where=where,
+        idf=idf,
+        small="(SELECT small FROM text_scope)",
+    )
 
 
 # Score fusion (CAIRN_RECALL_FUSION="score"): each list's scores scaled to 0..1 (the
@@ -206,7 +233,13 @@ _RRF_RELEVANCE = """(coalesce(%(w_vec)s / (%(rrf_k)s + vec.rank), 0)
 
 
 def recall_sql(
-    *, where: str, use_vector: bool, use_text: bool, text_mode: str, fusion: str = "score"
+    *,
+    where: str,
+    use_vector: bool,
+    use_text: bool,
+    text_mode: str,
+    fusion: str = "score",
+    text_stats: str | None = None,
 ) -> str:
     """The fused recall statement (see the module docstring).
 
@@ -216,6 +249,8 @@ def recall_sql(
     ``fusion``: "score" (the default; see ``_SCORE_RELEVANCE``, text scored by BM25)
     or "rrf" (weighted reciprocal rank, text ranked by ``ts_rank_cd``: the fusion
     before issue 17's advice questions, kept for comparison).
+
+    ``text_stats``: see ``bm25_sql`` (score fusion only).
     """
     if fusion not in ("score", "rrf"):
         raise ValueError(f"unknown recall fusion {fusion!r}")
@@ -234,7 +269,7 @@ def recall_sql(
         vec_index = ""
     scoring = ""
     if use_text and fusion == "score":
-        scoring = bm25_sql(where)
+        scoring = bm25_sql(where, text_stats=text_stats)
         txt = """
         SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS rank FROM (
             SELECT id, s FROM sc ORDER BY s DESC, id LIMIT %(n)s
@@ -340,12 +375,22 @@ def knowledge_search(
     use_vector = w_vec > 0 and query_embedding is not None
     use_text = w_text > 0 and bool(query.strip())
     fusion = fusion or settings.CAIRN_RECALL_FUSION
+    text_stats = None
+    if settings.CAIRN_RECALL_TEXT_STATS:
+        # The kept counts are the whole workspace's: they stand for the scope's only
+        # when no filter narrows it (sensitivity is kept apart in them).
+        whole = context is None and category is None and entity is None
+        whole = whole and time_from is None and time_to is None
+        text_stats = "scope"
+        if whole:
+            text_stats = "idf_sensitive" if include_sensitive else "idf"
     sql = recall_sql(
         where=where,
         use_vector=use_vector,
         use_text=use_text,
         text_mode=text_mode or settings.CAIRN_RECALL_TEXT_MODE,
         fusion=fusion,
+        text_stats=text_stats,
     )
     if fusion == "score":
         # A missing side weighs nothing: first in the other list is still 1.0.
@@ -362,15 +407,21 @@ def knowledge_search(
             **recall_sql_params(w_vec=w_vec, w_text=w_text, rrf_k=rrf_k, text_gate=use_vector),
         }
     )
-    with transaction.atomic(), connection.cursor() as cursor:
-        if use_vector:
-            set_vector_search(
-                cursor, ef_search=max(ef_search or settings.CAIRN_RECALL_EF_SEARCH, n)
-            )
-        else:
-            plan_for_these_values(cursor)
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+
+    def search(alias: str) -> list[tuple]:
+        with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+            if use_vector:
+                # The walk widens with the workspace (issue 52): see ef_search_for_rows.
+                ef = ef_search or ef_search_for_rows(workspace_rows(cursor, workspace.pk))
+                set_vector_search(cursor, ef_search=max(ef, n))
+            else:
+                plan_for_these_values(cursor)
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+    # On the read replica when one is configured and has replayed every write so far
+    # (cairn/db_router.py); else, or when it fails, on the primary.
+    rows = read_on_replica(search)
     hits = []
     for row in rows:
         (

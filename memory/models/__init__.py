@@ -50,4 +50,5 @@ from memory.models.privacy import *  # noqa: E402,F403
 from memory.models.review import *  # noqa: E402,F403
 from memory.models.situations import *  # noqa: E402,F403
 from memory.models.skills import *  # noqa: E402,F403
+from memory.models.textstats import *  # noqa: E402,F403
 from memory.models.webhooks import *  # noqa: E402,F403

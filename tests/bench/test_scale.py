@@ -43,7 +43,9 @@ def test_the_quick_run_measures_both_layouts_and_leaves_published_results_alone(
     for run in runs.values():
         assert run["items"] == 1500
         assert run["api_latency"]["n"] == 16
-        assert set(run["sql_latency"]) == {"both", "vector", "text", "api_incognito"}
+        assert set(run["sql_latency"]) == {
+            "both", "vector", "text", "api_incognito", "both_counting", "text_counting"
+        }  # fmt: skip
         assert 0.0 <= run["recall_at_10"] <= 1.0
         assert run["build"]["hnsw_mb"] >= 1
         assert set(run["context_filter"]) == {"off", "relaxed_order", "strict_order"}
