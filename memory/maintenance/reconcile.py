@@ -38,6 +38,7 @@ from django.utils.dateparse import parse_datetime
 
 from memory.core.audit import audit_record
 from memory.core.locks import advisory_lock_blocking
+from memory.core.trust import WEIGHING_CHANNELS, channel_weighs
 from memory.knowledge.vector_search import set_vector_search
 from memory.lessons.evidence import confidence_apply
 from memory.maintenance.judge import HeuristicJudge, Judge, JudgeUnavailable, judge_from_settings
@@ -138,17 +139,14 @@ def _protected(item: Knowledge) -> bool:
     return item.source == Source.USER or item.sealed or item.pinned
 
 
-_WEIGHING = (Channel.HARNESS, Channel.PERSON)
-
-
 def _confirmed(item: Knowledge) -> bool:
     """Written through a channel that weighs, or raised by its evidence at least once."""
-    if item.channel in _WEIGHING:
+    if channel_weighs(item.channel):
         return True
     return ConfidenceChange.objects.filter(
         target_type="knowledge",
         target_id=item.pk,
-        channel__in=_WEIGHING,
+        channel__in=sorted(WEIGHING_CHANNELS),
         after__gt=F("before"),
     ).exists()
 
@@ -333,6 +331,7 @@ def pair_settle(
             cause=ConfidenceCause.RECONCILE,
             kind="contradiction",
             evidence_id=f"reconcile:{a.pk}~{b.pk}",
+            channel=Channel.SYSTEM,
         )
         _record(**common, verdict=verdict, action=PairAction.SUPERSEDED, kept=newer.pk, run=run)
         return PairAction.SUPERSEDED

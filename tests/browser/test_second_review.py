@@ -18,12 +18,13 @@ from memory.core.actors import Actor
 from memory.lessons.lifecycle import lesson_edit, lesson_restore, lesson_retire
 from memory.models import AuditEvent, JobRun, Lesson
 from tests.factories.core import JobRunFactory
+from tests.factories.identity import person_actor
 from tests.factories.knowledge import KnowledgeFactory
 from tests.factories.lessons import LessonFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PERSON = Actor(kind="person", label="user:ada")
+PERSON = person_actor("ada")
 
 
 @pytest.fixture(params=[1280, 360])

@@ -30,6 +30,7 @@ from memory.skills.deltas import delta_create
 from memory.skills.effective import effective_skill_resolve
 from memory.skills.facts import fact_put
 from memory.skills.registry import agent_tools_set, skill_register
+from tests.factories.identity import person_actor
 from tests.factories.lessons import check, step
 from tests.factories.skills import EMAIL_TOOLS, backed, harness_feedback, skill_md
 
@@ -74,9 +75,7 @@ def workspace_ready(workspace: Workspace) -> None:
     texts are kept, so erasure and export are checked on them too."""
     workspace.settings = {"auto_approve_user_instruction": True, "store_goal_text": True}
     workspace.save(update_fields=["settings"])
-    skill_register(
-        workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="test")
-    )
+    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor.system("test"))
 
 
 def bundle(
@@ -138,7 +137,7 @@ def bundle(
         workspace=workspace,
         project_digest=project_digest(remote=b.project_remote),
         label=text("project_label", f"{name} shop"),
-        actor=Actor(kind="person", label="user:test"),
+        actor=person_actor("test"),
     )
     b.labels.append(
         ProjectLabel.objects.get(

@@ -58,7 +58,7 @@ def test_it_lists_skills_with_an_overlay_badge_and_counts(viewer, agent, workspa
     skill_register(
         workspace=workspace,
         skill_md=skill_md(name="weekly-report"),
-        actor=Actor(kind="system", label="test"),
+        actor=Actor.system("test"),
     )
     response = viewer.get("/skills/")
     assert response.status_code == 200
@@ -94,7 +94,7 @@ def test_the_skill_list_query_count_is_pinned(
         skill_register(
             workspace=workspace,
             skill_md=skill_md(name=f"skill-{i:02d}"),
-            actor=Actor(kind="system", label="t"),
+            actor=Actor.system("t"),
         )
     bulk_deltas(agent, 200)
     client = member_client(workspace=workspace, role="viewer")
@@ -110,7 +110,7 @@ def test_another_workspaces_skills_are_invisible_and_404(viewer, agent):
     skill_register(
         workspace=other,
         skill_md=skill_md(name="secret-skill"),
-        actor=Actor(kind="system", label="t"),
+        actor=Actor.system("t"),
     )
     assert "secret-skill" not in viewer.get("/skills/").content.decode()
     assert viewer.get("/skills/secret-skill/").status_code == 404
@@ -180,7 +180,7 @@ def test_the_preview_follows_the_chosen_agent(viewer, agent, workspace):
 
 
 def test_a_skill_nobody_learned_on_shows_the_base(viewer, workspace):
-    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="t"))
+    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor.system("t"))
     html = viewer.get("/skills/triage-inbox/?view=diff").content.decode()
     assert "every agent gets the base text" in html and "No difference" in html
 
@@ -205,7 +205,7 @@ def test_the_skill_page_query_count_is_pinned(
         skill_register(
             workspace=workspace,
             skill_md=skill_md(version=version),
-            actor=Actor(kind="system", label="t"),
+            actor=Actor.system("t"),
         )
     client = member_client(workspace=workspace, role="viewer")
     client.get("/skills/triage-inbox/")

@@ -6,17 +6,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.core.actors import Actor
 from memory.lessons.changes import lesson_change_counts, lessons_changed_since
 from memory.lessons.lifecycle import lesson_edit, lesson_restore, lesson_retire
 from memory.lessons.selectors import lesson_browse
 from memory.models import AuditEvent, Lesson
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.lessons import LessonFactory
 
 pytestmark = pytest.mark.django_db
 
-person = Actor(kind="person", label="user:ada")
+person = person_actor("ada")
 
 
 def learned(workspace, *, days_ago=0, action="lesson.learn", **fields):

@@ -18,12 +18,13 @@ from memory.models import (
     LessonState,
     Outcome,
 )
+from tests.factories.identity import person_actor
 from tests.factories.knowledge import KnowledgeFactory
 from tests.factories.lessons import SHOP, LessonFactory, passed_payload
 
 pytestmark = pytest.mark.django_db
 
-PERSON = Actor(kind="person", label="user:ada")
+PERSON = person_actor("ada")
 
 
 def _earned(harness, api) -> Lesson:

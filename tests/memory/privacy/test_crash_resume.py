@@ -23,16 +23,15 @@ from celery import Celery
 from django.conf import settings
 from django.db import transaction
 
-from memory.core.actors import Actor
 from memory.models import ConversationTurn, ErasureSelector, JobRun, Knowledge
 from memory.privacy.erasure import erasure_request
 from memory.privacy.exports import export_request
 from memory.privacy.selection import Selector
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 
 BASE = Path(__file__).resolve().parents[3]
 DB = "3"
-ACTOR = Actor(kind="person", label="user:admin")
+ACTOR = person_actor("admin")
 
 
 def _broker_url() -> str:

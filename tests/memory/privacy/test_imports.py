@@ -25,7 +25,7 @@ from tests.memory.skills.test_jobs import SAME
 
 pytestmark = pytest.mark.django_db
 
-ACTOR = Actor(kind="system", label="test")
+ACTOR = Actor.system("test")
 
 
 def _export_to(workspace, path, **selector):
