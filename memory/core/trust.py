@@ -19,9 +19,17 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from django.conf import settings
+from django.db.models import F, Q
 
 from cairn.errors import ApplicationError
-from memory.models import Channel, LessonState
+from memory.models import (
+    Channel,
+    ConfidenceChange,
+    Knowledge,
+    LessonState,
+    Source,
+    TargetType,
+)
 
 WEIGHING_CHANNELS: frozenset[str] = frozenset({str(Channel.HARNESS), str(Channel.PERSON)})
 
@@ -74,3 +82,47 @@ def birth_of(*, channel: str, verified: bool) -> Birth:
     if verified and channel_weighs(channel):
         return Birth(str(LessonState.ACTIVE), settings.CAIRN_LESSON_BIRTH_CONFIDENCE)
     return Birth(str(LessonState.CLAIMED), settings.CAIRN_LESSON_CLAIMED_CONFIDENCE)
+
+
+def knowledge_earned_ids(ids) -> set[int]:
+    """Which of these knowledge items are *earned*: written through a channel that
+    weighs or by a person's hand (source user, sealed, pinned), or raised at least
+    once by harness or person evidence. One query."""
+    ids = sorted({int(pk) for pk in ids})
+    if not ids:
+        return set()
+    weighing = sorted(WEIGHING_CHANNELS)
+    by_row = Knowledge.objects.filter(pk__in=ids).filter(
+        Q(channel__in=weighing) | Q(source=Source.USER) | Q(sealed=True) | Q(pinned=True)
+    )
+    raised = ConfidenceChange.objects.filter(
+        target_type=TargetType.KNOWLEDGE,
+        target_id__in=ids,
+        channel__in=weighing,
+        after__gt=F("before"),
+    )
+    return set(by_row.values_list("pk", flat=True)) | set(
+        raised.values_list("target_id", flat=True)
+    )
+
+
+def words_may_change(*, actor, earned: bool) -> bool:
+    """The one rule: only the harness or a person changes the words of an earned item.
+
+    Everyone else (the agent, a job relaying the agent's or anyone's words) adds a new
+    claimed item beside it, or a contradiction for a person to review."""
+    return actor.weighs or not earned
+
+
+def words_change_require(*, actor, item) -> None:
+    """403 when ``actor`` would change the words of an earned item (see above)."""
+    if words_may_change(actor=actor, earned=bool(knowledge_earned_ids([item.pk]))):
+        return
+    raise ApplicationError(
+        f"Knowledge item {item.pk} was earned (confirmed by the harness or a person), so "
+        "only the harness or a person changes its words. Store your wording as a new "
+        "item: it is kept beside this one as a claim, and a contradiction goes to review.",
+        code="earned",
+        fields={"content": ["earned item: add a new item instead"]},
+        status_code=403,
+    )

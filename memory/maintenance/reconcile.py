@@ -32,13 +32,12 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory.core.audit import audit_record
 from memory.core.locks import advisory_lock_blocking
-from memory.core.trust import WEIGHING_CHANNELS, channel_weighs
+from memory.core.trust import knowledge_earned_ids
 from memory.knowledge.vector_search import set_vector_search
 from memory.lessons.evidence import confidence_apply
 from memory.maintenance.judge import HeuristicJudge, Judge, JudgeUnavailable, judge_from_settings
@@ -46,7 +45,6 @@ from memory.maintenance.runs import run_checkpoint, run_resume_cursor, run_total
 from memory.models import (
     Channel,
     ConfidenceCause,
-    ConfidenceChange,
     Evidence,
     JobRun,
     Knowledge,
@@ -140,15 +138,8 @@ def _protected(item: Knowledge) -> bool:
 
 
 def _confirmed(item: Knowledge) -> bool:
-    """Written through a channel that weighs, or raised by its evidence at least once."""
-    if channel_weighs(item.channel):
-        return True
-    return ConfidenceChange.objects.filter(
-        target_type="knowledge",
-        target_id=item.pk,
-        channel__in=sorted(WEIGHING_CHANNELS),
-        after__gt=F("before"),
-    ).exists()
+    """Earned (``memory.core.trust.knowledge_earned_ids``): the one definition."""
+    return item.pk in knowledge_earned_ids([item.pk])
 
 
 def _unconfirmed_agent_word(item: Knowledge) -> bool:

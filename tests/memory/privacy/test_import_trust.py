@@ -19,8 +19,6 @@ from tests.factories.privacy import bundle, ready_agent, workspace_ready
 
 pytestmark = pytest.mark.django_db
 
-ADMIN = person_actor("admin")
-
 
 @pytest.fixture
 def exported(workspace) -> list[dict]:
@@ -58,7 +56,7 @@ def _write(path, lines: list[dict]) -> None:
 
 
 def _import(path):
-    return export_import(workspace=WorkspaceFactory(), path=path, actor=ADMIN)
+    return export_import(workspace=WorkspaceFactory(), path=path, actor=person_actor("admin"))
 
 
 def _assert_claimed(report) -> None:
