@@ -18,6 +18,7 @@ sees the turn beside it, the matching words highlighted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -29,6 +30,7 @@ from memory.core.text import fold_text
 from memory.models import Agent, Channel, ConversationTurn, TurnRole, Workspace
 
 _MINT = object()
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -133,3 +135,52 @@ def consent_by_turn(*, agent: Agent, turns: list[str], claim: Claim) -> TurnMatc
         if not loose_ref and said_loosely(claim.pieces, text):
             loose_ref = ref
     return TurnMatch(bool(cited), None, bool(loose_ref), loose_ref, "")
+
+
+TURNS_SHOWN = 3
+
+
+def _marked(text: str, words: set[str]) -> list[tuple[str, bool]]:
+    parts: list[tuple[str, bool]] = []
+    last = 0
+    for match in _WORD.finditer(text):
+        if match.group(0).casefold() in words:
+            parts.append((text[last : match.start()], False))
+            parts.append((match.group(0), True))
+            last = match.end()
+    parts.append((text[last:], False))
+    return [part for part in parts if part[0]]
+
+
+def turns_beside_many(items: list[tuple[int, int, list[str], Claim]]) -> dict[int, list[dict]]:
+    """For each ``(key, agent_id, turns, claim)``: the cited turns of that agent's harness as a
+    reviewer sees them beside the delta, ``{"ref", "verbatim", "parts": [(text, marked)]}``
+    with the claim's words marked. One query for all of them."""
+    wanted = []
+    for key, agent, turns, claim in items:
+        refs = [(ref, parsed) for ref in turns[:TURNS_SHOWN] if (parsed := turn_ref_parse(ref))]
+        wanted.append((key, agent, refs, claim))
+    match = Q()
+    for _, agent, refs, _ in wanted:
+        for _, (session, index) in refs:
+            match |= Q(agent_id=agent, session_id=session, turn_index=index)
+    if not match:
+        return {}
+    texts = {
+        (agent_id, session, index): content
+        for agent_id, session, index, content in ConversationTurn.objects.filter(
+            match, role=TurnRole.USER, channel=Channel.HARNESS
+        ).values_list("agent_id", "session_id", "turn_index", "content")
+    }
+    shown: dict[int, list[dict]] = {}
+    for key, agent, refs, claim in wanted:
+        words = {w.casefold() for piece in claim.pieces for w in _WORD.findall(piece)}
+        for ref, (session, index) in refs:
+            text = texts.get((agent, session, index))
+            if text is None:
+                continue
+            verbatim = any(claim_match(sentence, text).verbatim for sentence in claim.sentences)
+            shown.setdefault(key, []).append(
+                {"ref": ref, "verbatim": verbatim, "parts": _marked(text, words)}
+            )
+    return shown

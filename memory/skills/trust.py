@@ -17,7 +17,7 @@ from django.db.models.functions import RowNumber
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.audit import audit_record
-from memory.core.consent import Claim, Consent, consent_by_turn
+from memory.core.consent import Claim, Consent, consent_by_turn, turns_beside_many
 from memory.core.secrets import refuse_secrets
 from memory.core.trust import WEIGHING_CHANNELS
 from memory.core.validation import bad_request, check_json_strings
@@ -456,3 +456,23 @@ def trust_sample_list(*, workspace: Workspace, scope: str, limit: int = TRUST_SA
         .select_related("agent")
         .order_by("-created_at", "-id")[:limit]
     )
+
+
+def delta_said_beside(*, deltas) -> dict[int, list[dict]]:
+    """For the review cards: each untrusted ``user_instruction`` delta's cited turns
+    (its own agent's harness only), the claim's words marked (one query)."""
+    from memory.skills.deltas import delta_claim
+
+    items = []
+    for delta in deltas:
+        if delta.provenance_source != ProvenanceSource.USER_INSTRUCTION:
+            continue
+        if delta.trust != DeltaTrust.UNTRUSTED:
+            continue
+        turns = [t for t in (delta.provenance or {}).get("turns", []) if isinstance(t, str)]
+        try:
+            claim = delta_claim(kind=delta.kind, payload=delta.payload)
+        except (KeyError, TypeError):
+            continue
+        items.append((delta.pk, delta.agent_id, turns, claim))
+    return turns_beside_many(items)

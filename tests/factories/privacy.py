@@ -28,7 +28,7 @@ from memory.models import Agent, Channel, ProjectLabel, Workspace
 from memory.review.services import review_item_open
 from memory.skills.deltas import delta_create
 from memory.skills.effective import effective_skill_resolve
-from memory.skills.facts import fact_put
+from memory.skills.facts import fact_claim, fact_put
 from memory.skills.registry import agent_tools_set, skill_register
 from tests.factories.identity import person_actor
 from tests.factories.lessons import check, step
@@ -169,14 +169,17 @@ def bundle(
         ),
     )
     b.deltas.append(write.delta.pk)
+    value = {"email": text("fact", f"lead@{name}.example.com")}
     fact, _ = fact_put(
         workspace=workspace,
         agent=agent,
         namespace="priority_senders",
         key=f"{name}-lead",
-        value={"email": (lead := text("fact", f"lead@{name}.example.com"))},
+        value=value,
         provenance=backed(
-            agent, {"source": "user_instruction", "turns": [f"{b.session}#2"]}, said=lead
+            agent,
+            {"source": "user_instruction", "turns": [f"{b.session}#2"]},
+            said=fact_claim(key=f"{name}-lead", value=value),
         ),
     )
     b.facts.append(fact.pk)

@@ -12,7 +12,7 @@ from memory.lessons.lifecycle import (
     lesson_seal,
 )
 from memory.models import AuditEvent, ConfidenceChange, LessonState
-from tests.factories.identity import person_actor
+from tests.factories.identity import AgentFactory, person_actor
 from tests.factories.lessons import LessonFactory
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +63,7 @@ def test_a_sealed_lesson_is_closed_to_agents_but_not_to_people():
     with pytest.raises(ApplicationError) as refused:
         lesson_retire(
             lesson=lesson,
-            actor=Actor.for_agent(lesson.agent),
+            actor=Actor.for_agent(AgentFactory(workspace=lesson.workspace)),
             reason="I think it is wrong",
         )
     assert refused.value.code == "sealed"
@@ -79,7 +79,9 @@ def test_a_sealed_lesson_is_closed_to_agents_but_not_to_people():
     lesson.refresh_from_db()
     assert not lesson.sealed
     assert (
-        lesson_retire(lesson=lesson, actor=Actor.for_agent(lesson.agent)).state
+        lesson_retire(
+            lesson=lesson, actor=Actor.for_agent(AgentFactory(workspace=lesson.workspace))
+        ).state
         == LessonState.RETIRED
     )
 
