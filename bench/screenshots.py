@@ -331,6 +331,7 @@ def seed_skills(ws, gaia, coder, user):
         provenance = {"source": source, "turns": list(turns)} if source else None
         provenance = back(agent, provenance, payload)
         return delta_create(
+            channel="agent",
             agent=agent,
             skill_name=skill,
             kind=kind,
@@ -431,6 +432,7 @@ def seed_skills(ws, gaia, coder, user):
         actor=Actor.for_user(user),
     )
     fact_put(
+        channel="agent",
         workspace=ws,
         agent=gaia,
         namespace="priority_senders",
@@ -443,6 +445,7 @@ def seed_skills(ws, gaia, coder, user):
         ),
     )
     fact_put(
+        channel="agent",
         workspace=ws,
         agent=gaia,
         namespace="priority_senders",
@@ -455,6 +458,7 @@ def seed_skills(ws, gaia, coder, user):
         ),
     )
     fact_put(
+        channel="agent",
         workspace=ws,
         agent=coder,
         namespace="report_format",

@@ -24,7 +24,6 @@ from memory.identity.services import AUTO_APPROVE_SETTING
 from memory.models import (
     Agent,
     AgentTool,
-    Channel,
     DeltaKind,
     DeltaStatus,
     DeltaTrust,
@@ -281,7 +280,7 @@ def delta_create(
     scope: str | None = None,
     permissions=None,
     security_tier=None,
-    channel: str = Channel.AGENT,
+    channel: str,
     rationale: str | None = None,
 ) -> DeltaWrite:
     """Write one learned delta, or route a fact to tier 0.

@@ -14,7 +14,7 @@ from memory.core.consent import Claim
 from memory.core.locks import advisory_xact_lock
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
-from memory.models import Agent, Channel, LearnedFact, ProvenanceSource, Workspace
+from memory.models import Agent, LearnedFact, ProvenanceSource, Workspace
 from memory.skills.skillmd import NAMESPACE_RE
 from memory.skills.trust import provenance_classify
 
@@ -96,7 +96,7 @@ def fact_put(
     scope: str = "global",
     provenance=None,
     field_prefix: str = "",
-    channel: str = Channel.AGENT,
+    channel: str,
 ) -> tuple[LearnedFact, bool]:
     """Set ``namespace/key`` to ``value``; returns (current fact, created).
 

@@ -159,6 +159,7 @@ def bundle(
     # A learned preference (auto-approved: the workspace opted in) and a fact.
     body = text("delta", f"Escalate threads from the {name} board after a day.")
     write = delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",
@@ -171,6 +172,7 @@ def bundle(
     b.deltas.append(write.delta.pk)
     value = {"email": text("fact", f"lead@{name}.example.com")}
     fact, _ = fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="priority_senders",

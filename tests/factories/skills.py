@@ -275,6 +275,7 @@ def propose(
     provenance = provenance if provenance is not None else USER_INSTRUCTION
     payload_ = payload if payload is not None else {"body": text}
     return delta_create(
+        channel="agent",
         agent=agent,
         skill_name=kw.pop("skill_name", "triage-inbox"),
         kind=kind,

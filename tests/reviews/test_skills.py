@@ -220,6 +220,7 @@ def test_the_skill_page_query_count_is_pinned(
 
 def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, workspace):
     read = fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="priority_senders",
@@ -230,6 +231,7 @@ def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, wor
         ),
     )[0]
     inert = fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="tone",
@@ -254,6 +256,7 @@ def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, wor
 
 def test_facts_show_only_the_current_value(viewer, agent, workspace):
     fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="tone",
@@ -262,6 +265,7 @@ def test_facts_show_only_the_current_value(viewer, agent, workspace):
         provenance=backed(agent, USER_INSTRUCTION, said=fact_claim(key="greeting", value="hi")),
     )
     fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="tone",
@@ -277,6 +281,7 @@ def test_facts_show_only_the_current_value(viewer, agent, workspace):
 def test_facts_filter_by_namespace_and_say_what_to_do_when_empty(viewer, agent, workspace):
     assert "No learned facts yet." in viewer.get("/facts/").content.decode()
     fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="tone",
@@ -292,6 +297,7 @@ def test_facts_filter_by_namespace_and_say_what_to_do_when_empty(viewer, agent, 
 def test_facts_of_another_workspace_are_invisible(viewer, agent):
     other = learning_agent(WorkspaceFactory())
     fact_put(
+        channel="agent",
         workspace=other.workspace,
         agent=other,
         namespace="tone",
@@ -307,6 +313,7 @@ def test_the_facts_query_count_is_pinned(
 ):
     for i in range(60):
         fact_put(
+            channel="agent",
             workspace=workspace,
             agent=agent,
             namespace=f"ns{i % 6}",

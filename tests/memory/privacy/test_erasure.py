@@ -323,6 +323,7 @@ def test_it_erases_facts_learned_from_the_turns_of_an_erased_delta(populated):
     kept = bundle(agent=agent, name="k")
     # Learned from the same turn as the delta: goes with it, though it holds no marker.
     sibling, _ = fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="priority_senders",
@@ -348,6 +349,7 @@ def test_it_erases_umbrellas_proposed_from_erased_deltas(populated):
     agent = ready_agent(workspace, "umbrella")
     made = [
         delta_create(
+            channel="agent",
             agent=agent,
             skill_name="triage-inbox",
             kind="preference",

@@ -117,6 +117,7 @@ def rich(workspace):
     from memory.skills.facts import fact_put
 
     fact_put(
+        channel="agent",
         workspace=workspace,
         agent=a,
         namespace="priority_senders",

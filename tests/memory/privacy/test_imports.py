@@ -70,6 +70,7 @@ def full(workspace):
     )
     for n, text in enumerate(SAME):
         delta_create(
+            channel="agent",
             agent=chat,
             skill_name="triage-inbox",
             kind="preference",

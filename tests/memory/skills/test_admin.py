@@ -26,6 +26,7 @@ def pref(
     agent, text="Escalate CFO threads after 48 hours.", provenance=USER, section="escalation", **kw
 ):
     return delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",

@@ -49,6 +49,7 @@ def pref(
     agent, text="Escalate CFO threads after 48 hours.", provenance=USER, section="escalation", **kw
 ):
     return delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",
@@ -311,6 +312,7 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
     pref(agent, provenance=EVIDENCE, text="b", scope="thin")
     samples(agent, "thin", 4, negatives=1)
     delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="tool-hint",
@@ -319,6 +321,7 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
         provenance=backed(agent, USER, said="pre_scan_inbox"),
     )
     delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="fact",

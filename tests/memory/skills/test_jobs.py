@@ -34,6 +34,7 @@ def setup_agent(workspace=None):
 
 def active(agent, text, section="drafting-replies", person=None):
     delta = delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",
