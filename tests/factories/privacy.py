@@ -157,7 +157,8 @@ def bundle(
     # The person's turn (posted by the harness) the learned preference cites.
     _raw_history(b, name=name, text=text)
     # A learned preference (auto-approved: the workspace opted in) and a fact.
-    body = text("delta", f"Escalate threads from the {name} board after a day.")
+    # One sentence, marker inside: the person's turn says it as one of their sentences.
+    body = text("delta", f"Escalate threads from the {name} board after a day") + "."
     write = delta_create(
         channel="agent",
         agent=agent,
@@ -170,7 +171,7 @@ def bundle(
         ),
     )
     b.deltas.append(write.delta.pk)
-    value = {"email": text("fact", f"lead@{name}.example.com")}
+    value = text("fact", f"lead@{name}.example.com")
     fact, _ = fact_put(
         channel="agent",
         workspace=workspace,

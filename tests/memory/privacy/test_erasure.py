@@ -328,11 +328,11 @@ def test_it_erases_facts_learned_from_the_turns_of_an_erased_delta(populated):
         agent=agent,
         namespace="priority_senders",
         key="sibling",
-        value={"email": "sibling@example.com"},
+        value="sibling@example.com",
         provenance=backed(
             agent,
             {"source": "user_instruction", "turns": [f"{erased.session}#1"]},
-            said="sibling@example.com",
+            said="Sibling is sibling@example.com.",
         ),
     )
     erasure_execute(workspace=workspace, selector=Selector(kind="text", value=marker))

@@ -122,11 +122,11 @@ def rich(workspace):
         agent=a,
         namespace="priority_senders",
         key="alpha-lead",
-        value={"email": "new-lead@alpha.example.com"},
+        value="new-lead@alpha.example.com",
         provenance=backed(
             a,
             {"source": "user_instruction", "turns": ["sess-alpha#9"]},
-            said="new-lead@alpha.example.com",
+            said="Alpha-lead is new-lead@alpha.example.com.",
         ),
     )
     token_issue(agent=a, scope="admin")
