@@ -266,14 +266,14 @@ def seed_skills(ws, gaia, coder, user):
     skill_register(
         workspace=ws,
         skill_md=TRIAGE.format(version="1.0.0", extra=""),
-        actor=Actor(kind="person", label="user:ada"),
+        actor=Actor.for_user(user),
     )
     skill_register(
         workspace=ws,
         skill_md=REPORT.format(
             version="1.0.0", grouping="Group pull requests by repository.", tail=""
         ),
-        actor=Actor(kind="person", label="user:ada"),
+        actor=Actor.for_user(user),
     )
 
     def back(agent, provenance, payload):
@@ -331,6 +331,7 @@ def seed_skills(ws, gaia, coder, user):
         provenance = {"source": source, "turns": list(turns)} if source else None
         provenance = back(agent, provenance, payload)
         return delta_create(
+            channel="agent",
             agent=agent,
             skill_name=skill,
             kind=kind,
@@ -428,9 +429,10 @@ def seed_skills(ws, gaia, coder, user):
             grouping="Group pull requests by team, then by repository.",
             tail="\n## Links\nLink each pull request.\n",
         ).replace("# Weekly report\n\nCollect", "# Weekly digest\n\nCollect"),
-        actor=Actor(kind="person", label="user:ada"),
+        actor=Actor.for_user(user),
     )
     fact_put(
+        channel="agent",
         workspace=ws,
         agent=gaia,
         namespace="priority_senders",
@@ -443,6 +445,7 @@ def seed_skills(ws, gaia, coder, user):
         ),
     )
     fact_put(
+        channel="agent",
         workspace=ws,
         agent=gaia,
         namespace="priority_senders",
@@ -455,6 +458,7 @@ def seed_skills(ws, gaia, coder, user):
         ),
     )
     fact_put(
+        channel="agent",
         workspace=ws,
         agent=coder,
         namespace="report_format",
@@ -471,6 +475,7 @@ def seed_skills(ws, gaia, coder, user):
 def seed_demo() -> dict:
     """The demo workspace, plus what only a person or a future job adds to it: a project
     name, a person's pin and seal, and one contradiction for the reconcile queue."""
+    from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
     from memory.core.actors import Actor
@@ -483,6 +488,8 @@ def seed_demo() -> dict:
     from memory.models import Agent, Channel, Knowledge, Lesson, Outcome, Workspace
     from memory.review.services import review_item_open
 
+    ada = Actor.for_user(get_user_model().objects.get_or_create(username="ada")[0])
+
     call_command("cairn_demo", stdout=open(os.devnull, "w"))
     demo = Workspace.objects.get(name="demo")
     lessons = Lesson.objects.filter(workspace=demo)
@@ -492,18 +499,18 @@ def seed_demo() -> dict:
         workspace=demo,
         project_digest=uv.project_digest,
         label="acme/webapp",
-        actor=Actor(kind="person", label="user:ada"),
+        actor=ada,
     )
     lesson_pin(
         lesson=uv,
         pinned=True,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=ada,
         reason="every CI image has uv",
     )
     lesson_seal(
         lesson=uv,
         sealed=True,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=ada,
         reason="checked on the CI image",
     )
     # A harness-reported turn in which plain pip worked: the evidence a rival lesson
@@ -569,13 +576,13 @@ def seed_demo() -> dict:
     corrected = knowledge_update(
         workspace=demo,
         item_id=port.pk,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=ada,
         changes={"content": "The staging database listens on port 6544 since the March move."},
         reason="the port moved in March",
     ).item
     evidence_record(
         workspace=demo,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=ada,
         evidence_id="screenshots-confirm-port",
         kind="user_confirmed",
         target_type="knowledge",

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
+from memory.core.trust import knowledge_earned_ids, words_may_change
 from memory.core.validation import bad_request, prefix_fields
 from memory.knowledge.batch_sql import batch_candidates, insert_new
 from memory.knowledge.dedup import (
@@ -68,10 +69,17 @@ def _store_many(
     # Per item: ("db", pk, overlap) | ("batch", j, overlap) | ("new",)
     plan: list[tuple] = []
     texts: dict[tuple[str, Any], tuple[str, frozenset[str]]] = {}  # current wording
+    earned = (
+        knowledge_earned_ids(row.pk for rows in candidates.values() for row in rows)
+        if not actor.weighs
+        else set()
+    )
     for i, p in enumerate(prepared):
         best: tuple[float, int, tuple] | None = None
         if not is_turn(p.metadata):
             for row in candidates.get(i, []):
+                if not words_may_change(actor=actor, earned=row.pk in earned):
+                    continue
                 if not actor.is_person and (
                     row.sealed or row.pinned or row.category in PRIVILEGED_CATEGORIES
                 ):

@@ -9,9 +9,14 @@ Dedup must never lose content, so a merge needs all of:
 4. one side's content words contained in the other's (a restatement adds or drops
    words, it does not swap them: "a red racket" / "a blue racket" stay two items);
 5. no number, date or name that the other side lacks, except on the fuller side
-   (which is the wording kept);
+   (which is the wording kept), and no negation that the other side lacks ("never",
+   "not", "n't" are never stopwords: "are never encrypted" does not restate "are
+   encrypted");
 6. neither is a transcript turn (metadata ``kind: "turn"``, ``turn_index``, ``dia_id``
-   or ``role``): turns are distinct utterances even when they repeat each other.
+   or ``role``): turns are distinct utterances even when they repeat each other;
+7. the stored item's words may change by this writer
+   (``memory.core.trust.words_may_change``): an earned item is never rewritten by an
+   agent; the agent's item is stored beside it as a claim.
 
 ``merge_metadata`` then keeps every source (services.py keeps the fuller wording)."""
 
@@ -25,6 +30,7 @@ from django.db import connection
 
 from memory.core.actors import Actor
 from memory.core.text import WORD
+from memory.core.trust import knowledge_earned_ids, words_may_change
 from memory.knowledge.prepared import Prepared
 from memory.knowledge.selectors import json_value
 from memory.knowledge.vector_search import set_vector_search, vector_literal
@@ -46,9 +52,15 @@ def normalised_words(text: str) -> frozenset[str]:
 STOPWORDS = frozenset(
     """a an the and or but of to in on at for with by from as is are was were be been being
     am do does did has have had i me my we our you your he him his she her it its they them
-    their this that these those there here so very really just also too then than not no
+    their this that these those there here so very really just also too then than
     yes about into over up out if what which who whom when where why how can could would
     should will shall may might must all any some each every more most much many""".split()
+)
+
+# Never stopwords: a restatement that adds or drops one says the opposite. "t" is what
+# the word pattern leaves of "n't" (don't -> don, t).
+NEGATIONS = frozenset(
+    """not no never nor none nobody nothing neither nowhere cannot without t""".split()
 )
 
 _NUMBER_WORDS = frozenset(
@@ -95,6 +107,8 @@ def is_restatement(
 ) -> bool:
     """Rules 4 and 5 of the module docstring: the smaller side's content words, and
     its numbers, dates and names, all appear in the fuller side (which is kept)."""
+    if (new_words ^ old_words) & NEGATIONS:
+        return False
     a, b = content_words(new_words), content_words(old_words)
     if a <= b:
         return key_terms(new_text) <= key_terms(old_text)
@@ -208,7 +222,11 @@ def find_duplicate(
     if is_turn(prepared.metadata):
         return None
     best: tuple[Candidate, float] | None = None
-    for row in _dedup_candidates(workspace, prepared):
+    candidates = _dedup_candidates(workspace, prepared)
+    earned = knowledge_earned_ids(row.pk for row in candidates) if not actor.weighs else set()
+    for row in candidates:
+        if not words_may_change(actor=actor, earned=row.pk in earned):
+            continue
         if not actor.is_person and (
             row.sealed or row.pinned or row.category in PRIVILEGED_CATEGORIES
         ):

@@ -22,6 +22,7 @@ from memory.core.audit import audit_record
 from memory.core.embedders import EmbeddingError, validate_vector
 from memory.core.embeddings import get_embedder
 from memory.core.secrets import refuse_secrets
+from memory.core.trust import words_change_require
 from memory.core.validation import (
     bad_request,
     check_aware,
@@ -182,6 +183,7 @@ def knowledge_update(
         if "due_at" in changes and changes["due_at"] != item.due_at:
             changes.setdefault("reminded_at", None)
         if content_changes:
+            words_change_require(actor=actor, item=item)
             return _supersede(workspace, item, changes, actor, vector, model_id, reason)
         changes.pop("content", None)
         changed = sorted(name for name, value in changes.items() if getattr(item, name) != value)

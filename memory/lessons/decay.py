@@ -35,6 +35,7 @@ from memory.lessons.evidence import confidence_apply, lesson_retire_system
 from memory.lessons.selectors import idle_days, with_activity
 from memory.models import (
     Category,
+    Channel,
     ConfidenceCause,
     Knowledge,
     KnowledgeStatus,
@@ -126,7 +127,12 @@ def _decay_lessons(*, now, counts, per_workspace) -> None:
             ):
                 continue  # evidence landed meanwhile: the next run sees the new activity
             if decays and confidence_apply(
-                target=lesson, new=target, cause=ConfidenceCause.DECAY, kind="idle", at=now
+                target=lesson,
+                new=target,
+                cause=ConfidenceCause.DECAY,
+                kind="idle",
+                at=now,
+                channel=Channel.SYSTEM,
             ):
                 counts["lessons_decayed"] += 1
                 per_workspace[lesson.workspace_id]["lessons_decayed"] += 1
@@ -168,7 +174,12 @@ def _decay_knowledge(*, now, counts, per_workspace) -> None:
             ):
                 continue
             if decays and confidence_apply(
-                target=item, new=target, cause=ConfidenceCause.DECAY, kind="idle", at=now
+                target=item,
+                new=target,
+                cause=ConfidenceCause.DECAY,
+                kind="idle",
+                at=now,
+                channel=Channel.SYSTEM,
             ):
                 counts["knowledge_decayed"] += 1
                 per_workspace[item.workspace_id]["knowledge_decayed"] += 1

@@ -38,8 +38,8 @@ from django.utils import timezone
 
 from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
+from memory.core.trust import channel_weighs, confidence_channel_check
 from memory.models import (
-    Channel,
     ConfidenceCause,
     ConfidenceChange,
     EvidenceKind,
@@ -79,26 +79,22 @@ def confidence_apply(
     kind: str = "",
     evidence_id: str = "",
     at: datetime | None = None,
-    channel: str = Channel.SYSTEM,
+    channel: str,
 ) -> ConfidenceChange | None:
     """Set ``target.confidence`` to ``new`` and write the ledger row; no-op when unchanged.
 
     The caller holds the row lock (``select_for_update``) when it read ``target``.
-    ``channel`` says who reported what moved it: the harness, a person, or the
-    system (decay, reconcile). The agent channel never moves a confidence.
+    ``channel`` (required: no default opens this gate) says who reported what moved
+    it: the harness or a person, either way; the system (decay, reconcile) only
+    lowers; the agent channel never moves a confidence
+    (``memory.core.trust.confidence_channel_check``).
     """
-    if channel not in (Channel.HARNESS, Channel.PERSON, Channel.SYSTEM):
-        raise ApplicationError(
-            "The model's own word never moves a confidence: only evidence the harness "
-            "reported or a person's action does.",
-            code="channel_not_allowed",
-            status_code=403,
-        )
     if cause not in ConfidenceCause.values:
         raise ValueError(f"unknown cause {cause!r}")
     target_type = target_type_of(target)
     new = _stored(new)
     before = float(target.confidence)
+    confidence_channel_check(channel=channel, before=before, after=new)
     if abs(new - before) < _EPSILON:
         return None
     at = at or timezone.now()
@@ -226,7 +222,7 @@ def evidence_apply(
     """
     if kind not in settings.CAIRN_EVIDENCE_POLICY:
         raise ValueError(f"unknown evidence kind {kind!r}")
-    if channel not in (Channel.HARNESS, Channel.PERSON):
+    if not channel_weighs(channel):
         kind = EvidenceKind.SELF_REPORT
     now = now or timezone.now()
     if not locked:

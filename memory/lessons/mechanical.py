@@ -6,12 +6,12 @@ supersedes the lesson that said the reverse.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from memory.core.audit import audit_record
+from memory.core.trust import birth_of
 from memory.lessons.attribution import lesson_confirm_by_outcome
 from memory.lessons.evidence_links import lesson_evidence_attach
 from memory.lessons.lifecycle import (
@@ -74,14 +74,10 @@ def lesson_learn_mechanical(
         normalized_text=normalized,
         project_digest=outcome.project_digest,
     )
-    verified = outcome.channel == Channel.HARNESS
     if existing is not None:
         return _learned_again(existing=existing, outcome=outcome, now=now)
-    confidence = (
-        settings.CAIRN_LESSON_BIRTH_CONFIDENCE
-        if verified
-        else settings.CAIRN_LESSON_CLAIMED_CONFIDENCE
-    )
+    # The outcome passed (checked above); it counts when the harness reported it.
+    state, confidence = birth_of(channel=outcome.channel, verified=True)
     try:
         with transaction.atomic():
             lesson = Lesson.objects.create(
@@ -96,7 +92,7 @@ def lesson_learn_mechanical(
                 project_digest=outcome.project_digest,
                 confidence=confidence,
                 birth_confidence=confidence,
-                state=LessonState.ACTIVE if verified else LessonState.CLAIMED,
+                state=state,
                 source=LessonSource.LOOP,
                 channel=outcome.channel,
             )
@@ -110,7 +106,7 @@ def lesson_learn_mechanical(
         if existing is None:  # pragma: no cover - another constraint failed
             raise
         return _learned_again(existing=existing, outcome=outcome, now=now)
-    if verified:
+    if state == LessonState.ACTIVE:
         lesson_evidence_attach(lesson=lesson, outcome=outcome)
     audit_record(
         workspace=workspace,
@@ -120,7 +116,7 @@ def lesson_learn_mechanical(
         target_id=lesson.pk,
         details={"outcome": outcome.pk, "source": LessonSource.LOOP, "channel": outcome.channel},
     )
-    if not verified:
+    if state == LessonState.CLAIMED:
         return lesson, "claimed"
     _reverse_inverse(lesson=lesson, outcome=outcome, now=now)
     promoted = lesson_promote_if_confirmed(lesson=lesson, now=now)

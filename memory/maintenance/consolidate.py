@@ -64,7 +64,7 @@ from memory.models import (
 
 ACTOR = Actor.system("consolidate")
 # The same job writing what it derived from agent-channel turns: the agent's word.
-AGENT_WORD_ACTOR = Actor(kind="system", label="system:consolidate", channel=Channel.AGENT)
+AGENT_WORD_ACTOR = Actor.system_relaying_agent("consolidate")
 COUNT_KEYS = ("sessions", "turns", "summaries", "extracted", "deduplicated", "left_for_model")
 LESSON_KEYS = ("lessons_merged", "lesson_conflicts_queued")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")

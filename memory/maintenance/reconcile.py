@@ -32,12 +32,12 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory.core.audit import audit_record
 from memory.core.locks import advisory_lock_blocking
+from memory.core.trust import knowledge_earned_ids
 from memory.knowledge.vector_search import set_vector_search
 from memory.lessons.evidence import confidence_apply
 from memory.maintenance.judge import HeuristicJudge, Judge, JudgeUnavailable, judge_from_settings
@@ -45,7 +45,6 @@ from memory.maintenance.runs import run_checkpoint, run_resume_cursor, run_total
 from memory.models import (
     Channel,
     ConfidenceCause,
-    ConfidenceChange,
     Evidence,
     JobRun,
     Knowledge,
@@ -138,19 +137,9 @@ def _protected(item: Knowledge) -> bool:
     return item.source == Source.USER or item.sealed or item.pinned
 
 
-_WEIGHING = (Channel.HARNESS, Channel.PERSON)
-
-
 def _confirmed(item: Knowledge) -> bool:
-    """Written through a channel that weighs, or raised by its evidence at least once."""
-    if item.channel in _WEIGHING:
-        return True
-    return ConfidenceChange.objects.filter(
-        target_type="knowledge",
-        target_id=item.pk,
-        channel__in=_WEIGHING,
-        after__gt=F("before"),
-    ).exists()
+    """Earned (``memory.core.trust.knowledge_earned_ids``): the one definition."""
+    return item.pk in knowledge_earned_ids([item.pk])
 
 
 def _unconfirmed_agent_word(item: Knowledge) -> bool:
@@ -333,6 +322,7 @@ def pair_settle(
             cause=ConfidenceCause.RECONCILE,
             kind="contradiction",
             evidence_id=f"reconcile:{a.pk}~{b.pk}",
+            channel=Channel.SYSTEM,
         )
         _record(**common, verdict=verdict, action=PairAction.SUPERSEDED, kept=newer.pk, run=run)
         return PairAction.SUPERSEDED

@@ -140,7 +140,7 @@ def _drop(*, target_type: str, target_id: int, workspace: Workspace, actor: Acto
     knowledge_forget(
         workspace=workspace,
         item_id=head.pk,
-        actor=Actor(kind="person", label=actor.label),
+        actor=actor,
         reason=reason,
     )
 

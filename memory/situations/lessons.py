@@ -23,8 +23,8 @@ from django.db.models import QuerySet
 from memory.core.actors import Actor, actor_require_role
 from memory.core.audit import audit_record
 from memory.core.locks import advisory_xact_lock
+from memory.core.trust import channel_weighs
 from memory.models import (
-    Channel,
     LessonEndReason,
     SituationLesson,
     SituationLessonState,
@@ -165,7 +165,7 @@ def lessons_invalidate(
     harness's reports alone, and a success posted with an agent token is the model's
     own word, which must not end what the harness saw (it still closes the turn's
     own blocker, which is the model's business)."""
-    if not turn.machine_digest or reporter.channel not in (Channel.HARNESS, Channel.PERSON):
+    if not turn.machine_digest or not channel_weighs(reporter.channel):
         return []
     ended = list(
         SituationLesson.objects.select_for_update().filter(

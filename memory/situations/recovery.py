@@ -36,7 +36,7 @@ from datetime import datetime
 from django.db import IntegrityError, connection, transaction
 
 from memory.core.actors import Actor
-from memory.models import Channel, LessonEndReason, SituationEventKind, TurnAction, TurnRecovery
+from memory.models import LessonEndReason, SituationEventKind, TurnAction, TurnRecovery
 from memory.situations.classify import Signals, classify_result
 from memory.situations.escalation import escalation_build
 from memory.situations.events import event_record, since_detect
@@ -158,7 +158,7 @@ def _may_close(actor: Actor, blocker: dict) -> bool:
     """A blocker the harness saw closes only on the harness's (or a person's) word: an
     agent token's success, probe or "the user answered" is the model's own claim, and
     must not lift an escalation the harness raised."""
-    return not blocker.get("harness") or actor.channel in (Channel.HARNESS, Channel.PERSON)
+    return not blocker.get("harness") or actor.weighs
 
 
 def _situation_of(result: TurnResult) -> tuple[Situation | None, bool]:

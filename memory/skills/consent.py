@@ -9,6 +9,7 @@ from django.utils import timezone
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor, actor_require_role
 from memory.core.audit import audit_record
+from memory.core.consent import Consent, consent_by_role
 from memory.core.validation import bad_request
 from memory.models import (
     Agent,
@@ -34,10 +35,19 @@ def _locked(delta: SkillDelta) -> SkillDelta:
     )
 
 
+CHANGE_STATUS = "change a delta's status"
+
+
 def _locked_for_change(delta: SkillDelta, *, actor: Actor) -> SkillDelta:
     """The delta, locked, once ``actor`` is shown to be allowed to change its status."""
-    actor_require_role(actor, workspace=delta.workspace, action="change a delta's status")
+    actor_require_role(actor, workspace=delta.workspace, action=CHANGE_STATUS)
     return _locked(delta)
+
+
+def _consented_change(delta: SkillDelta, *, actor: Actor) -> tuple[SkillDelta, Consent]:
+    """The delta, locked, and the reviewer's consent (403 for anyone else)."""
+    consent = consent_by_role(actor=actor, workspace=delta.workspace, action=CHANGE_STATUS)
+    return _locked(delta), consent
 
 
 def _transition_refuse(delta: SkillDelta, wanted: str, hint: str = "") -> ApplicationError:
@@ -90,8 +100,18 @@ def _transition_audit(
     )
 
 
-def delta_activate(delta: SkillDelta, *, actor: str, reason: str, action: str, **extra) -> None:
-    """Make ``delta`` active; an approved umbrella supersedes its members."""
+def _delta_activate(
+    delta: SkillDelta, *, consent: Consent, reason: str, action: str, **extra
+) -> None:
+    """Make ``delta`` active on ``consent`` (a reviewer's role, or the person's own
+    sentence); an approved umbrella supersedes its members. The one way to activate.
+
+    ``outcome_evidence`` deltas also need the trust ledger's bar.
+    """
+    if not isinstance(consent, Consent):
+        raise TypeError("a delta becomes active only on a Consent")
+    # A reviewer decides in their own name; a person's sentence is applied by the job.
+    actor = consent.by if consent.basis == "role" else "system:auto-approve"
     if delta.provenance_source == ProvenanceSource.OUTCOME_EVIDENCE:
         progress = _evidence(delta)
         delta.approval_samples = progress["samples"]
@@ -110,6 +130,19 @@ def delta_activate(delta: SkillDelta, *, actor: str, reason: str, action: str, *
     for member in delta.members.select_for_update().exclude(status=DeltaStatus.ARCHIVED):
         delta_archive(member, actor=actor, reason=f"superseded by umbrella delta {delta.pk}")
         SkillDelta.objects.filter(pk=member.pk).update(superseded_by=delta)
+
+
+def delta_auto_approve(delta: SkillDelta, *, consent: Consent, setting: str) -> None:
+    """staged → active with no reviewer: only on the person's own sentence
+    (``consent_by_turn``), when the workspace opted in (``setting``)."""
+    if consent.basis != "said":
+        raise TypeError("auto-approval needs the person's own sentence")
+    _delta_activate(
+        delta,
+        consent=consent,
+        reason=f"workspace setting {setting}; {consent.by}",
+        action="delta.auto_approve",
+    )
 
 
 def delta_archive(
@@ -140,7 +173,7 @@ def delta_approve(
     ``seen`` (``memory.skills.decisions.decision_seen_of``) records the diff the
     reviewer was shown, for the delta's permalink.
     """
-    delta = _locked_for_change(delta, actor=actor)
+    delta, consent = _consented_change(delta, actor=actor)
     if delta.status == DeltaStatus.QUARANTINED:
         raise _transition_refuse(
             delta, "untrusted deltas need explicit confirmation", "Use delta_confirm_quarantined."
@@ -151,7 +184,7 @@ def delta_approve(
         raise _transition_refuse(delta, "only staged deltas can be approved")
     _base_refuse(delta)
     extra = {"decision_seen": seen} if seen is not None else {}
-    delta_activate(delta, actor=actor.label, reason=reason, action="delta.approve", **extra)
+    _delta_activate(delta, consent=consent, reason=reason, action="delta.approve", **extra)
     return delta
 
 
@@ -160,15 +193,15 @@ def delta_confirm_quarantined(
     *, delta: SkillDelta, actor: Actor, reason: str = "", seen: dict | None = None
 ) -> SkillDelta:
     """quarantined → active: a person's explicit, per-delta decision (audited)."""
-    delta = _locked_for_change(delta, actor=actor)
+    delta, consent = _consented_change(delta, actor=actor)
     if delta.status != DeltaStatus.QUARANTINED:
         raise _transition_refuse(delta, "only quarantined deltas are confirmed this way")
     if not reason.strip():
         raise bad_request("reason", "Confirming an untrusted delta needs a reason.")
     _base_refuse(delta)
     extra = {"decision_seen": seen} if seen is not None else {}
-    delta_activate(
-        delta, actor=actor.label, reason=reason, action="delta.confirm_quarantined", **extra
+    _delta_activate(
+        delta, consent=consent, reason=reason, action="delta.confirm_quarantined", **extra
     )
     return delta
 
@@ -203,7 +236,7 @@ def delta_reset(*, skill: Skill, agent: Agent, actor: Actor, reason: str = "") -
     """Archive every learned delta ``agent`` has on ``skill``: back to the pure base."""
     if skill.workspace_id != agent.workspace_id:
         raise ApplicationError("The agent and the skill are in different workspaces.")
-    actor_require_role(actor, workspace=skill.workspace, action="change a delta's status")
+    actor_require_role(actor, workspace=skill.workspace, action=CHANGE_STATUS)
     deltas = list(
         SkillDelta.objects.select_for_update()
         .select_related("workspace")
@@ -240,7 +273,7 @@ def delta_reapprove(
         raise ApplicationError("Re-approve deltas of one workspace at a time.")
     if not deltas:
         return result
-    actor_require_role(actor, workspace=deltas[0].workspace, action="change a delta's status")
+    consent = consent_by_role(actor=actor, workspace=deltas[0].workspace, action=CHANGE_STATUS)
     for pk in sorted({d.pk for d in deltas}):
         delta = _locked(SkillDelta(pk=pk))
         version = delta.skill.current_version
@@ -267,9 +300,9 @@ def delta_reapprove(
                 continue
             try:
                 with transaction.atomic():
-                    delta_activate(
+                    _delta_activate(
                         delta,
-                        actor=actor.label,
+                        consent=consent,
                         reason=reason,
                         action="delta.reapprove",
                         anchor_version=version,
@@ -288,7 +321,7 @@ def delta_reapprove(
 @transaction.atomic
 def orphan_notice_mark_seen(*, notice: OrphanNotice, actor: Actor) -> OrphanNotice:
     """The UI shows each orphan notice once; this records that it was seen."""
-    actor_require_role(actor, workspace=notice.workspace, action="change a delta's status")
+    actor_require_role(actor, workspace=notice.workspace, action=CHANGE_STATUS)
     if notice.seen_at is None:
         notice.seen_at = timezone.now()
         notice.seen_by = actor.label

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
+from memory.core.consent import Claim
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.core.secrets import refuse_secrets
@@ -23,7 +24,6 @@ from memory.identity.services import AUTO_APPROVE_SETTING
 from memory.models import (
     Agent,
     AgentTool,
-    Channel,
     DeltaKind,
     DeltaStatus,
     DeltaTrust,
@@ -31,7 +31,7 @@ from memory.models import (
     ProvenanceSource,
     SkillDelta,
 )
-from memory.skills.consent import delta_activate
+from memory.skills.consent import delta_auto_approve
 from memory.skills.facts import fact_put
 from memory.skills.injection import injection_scan
 from memory.skills.selectors import skill_get
@@ -170,15 +170,18 @@ def _clean_payload(*, kind: str, payload) -> dict:
     return cleaned
 
 
-def delta_claim(*, kind: str, payload: dict) -> list[str]:
-    """What a cited user turn must say for a ``user_instruction`` delta to be trusted:
-    a preference's body, an example's input and output, a tool-hint's tool names.
+def delta_claim(*, kind: str, payload: dict) -> Claim:
+    """What a cited user turn must say for a ``user_instruction`` delta to be trusted.
+
+    A preference is consented to when its body is one of the person's own sentences.
+    An example (input and output) or a tool-hint (tool names) is never one sentence,
+    so a turn can only back it loosely (staged for a reviewer, never auto-approved).
     The trigger is left out: it says when, not what the person asked for."""
     if kind == DeltaKind.TOOL_HINT:
-        return [*payload.get("prefer", []), *payload.get("drop", [])]
+        return Claim((), (*payload.get("prefer", []), *payload.get("drop", [])))
     if kind == DeltaKind.EXAMPLE:
-        return [payload["input"], payload["output"]]
-    return [payload["body"]]
+        return Claim((), (payload["input"], payload["output"]))
+    return Claim((payload["body"],), (payload["body"],))
 
 
 def _tool_hint_refuse(*, agent: Agent, payload: dict) -> None:
@@ -277,7 +280,7 @@ def delta_create(
     scope: str | None = None,
     permissions=None,
     security_tier=None,
-    channel: str = Channel.AGENT,
+    channel: str,
     rationale: str | None = None,
 ) -> DeltaWrite:
     """Write one learned delta, or route a fact to tier 0.
@@ -367,9 +370,10 @@ def delta_create(
     rationale = rationale_clean(rationale)
     refuse_secrets({"payload": cleaned, "scope": scope})
 
-    source, trust, stored_provenance, unbacked = provenance_classify(
-        provenance, workspace=workspace, claim=delta_claim(kind=kind, payload=cleaned)
+    classified = provenance_classify(
+        provenance, agent=agent, claim=delta_claim(kind=kind, payload=cleaned)
     )
+    source, trust, stored_provenance, unbacked = classified[:4]
     repeated = _pending_twin(
         agent=agent,
         skill=skill,
@@ -387,7 +391,9 @@ def delta_create(
         findings = injection_scan("\n".join(str(v) for v in cleaned.values()))
     # Any finding quarantines, whatever the provenance: a cited turn proves the
     # person said something, not that this text is what they said.
-    trusted = trust == DeltaTrust.TRUSTED and not findings
+    # A turn that holds the words but not as the person's own sentence is staged for a
+    # person (untrusted, the turn shown beside it), never auto-approved.
+    trusted = (trust == DeltaTrust.TRUSTED or classified.loose) and not findings
     status = DeltaStatus.STAGED if trusted else DeltaStatus.QUARANTINED
     line = delta_line(kind=kind, payload=cleaned)
     delta = SkillDelta(
@@ -439,8 +445,8 @@ def delta_create(
         ProvenanceSource.OUTCOME_EVIDENCE,
     ):
         warnings.append(
-            f"Quarantined: {unbacked}. Provenance is trusted only when stored records "
-            "back it; a person has to confirm this delta."
+            f"{str(status).capitalize()} as untrusted: {unbacked}. Provenance is trusted "
+            "only when stored records back it; a person has to decide on this delta."
         )
     if section == "body" and anchored["title"] == "":
         warnings.append(
@@ -454,17 +460,11 @@ def delta_create(
             + "); a person has to review it."
         )
     if (
-        source == ProvenanceSource.USER_INSTRUCTION
-        and trust == DeltaTrust.TRUSTED
+        classified.consent is not None
         and not findings
         and workspace.settings.get(AUTO_APPROVE_SETTING) is True
     ):
-        delta_activate(
-            delta,
-            actor="system:auto-approve",
-            reason=f"workspace setting {AUTO_APPROVE_SETTING}",
-            action="delta.auto_approve",
-        )
+        delta_auto_approve(delta, consent=classified.consent, setting=AUTO_APPROVE_SETTING)
     return DeltaWrite(delta=delta, warnings=warnings)
 
 

@@ -10,10 +10,11 @@ from django.db import transaction
 
 from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
+from memory.core.consent import Claim
 from memory.core.locks import advisory_xact_lock
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request, check_json_strings
-from memory.models import Agent, Channel, DeltaTrust, LearnedFact, ProvenanceSource, Workspace
+from memory.models import Agent, LearnedFact, ProvenanceSource, Workspace
 from memory.skills.skillmd import NAMESPACE_RE
 from memory.skills.trust import provenance_classify
 
@@ -21,10 +22,43 @@ KEY_RE = re.compile(r"^[^/\s\x00-\x1f]{1,200}$")
 SCOPE_MAX_CHARS = 200
 
 
-def fact_claim(*, key: str, value) -> list[str]:
-    """What a cited user turn must say for a fact to apply: every text and number in
-    the value ("forward_to" = "ops@example.com" needs "ops@example.com" said); a
-    value with neither (true, false) needs its key said ("alice@example.com")."""
+def _key_forms(key: str) -> list[str]:
+    """The key as written and in words (``forward_to`` → "forward to")."""
+    words = " ".join(part for part in key.split("_") if part)
+    return list(dict.fromkeys([key, words]))
+
+
+def _value_words(value) -> list[str]:
+    if isinstance(value, bool):
+        return ["true", "yes", "on"] if value else ["false", "no", "off"]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, int | float):
+        return [str(value)]
+    return [json.dumps(value, ensure_ascii=False, sort_keys=True)]
+
+
+FACT_SENTENCES = (
+    "{key} {value}",
+    "{key} is {value}",
+    "{key}: {value}",
+    "{key} = {value}",
+    "set {key} to {value}",
+    "{key} should be {value}",
+    "use {value} for {key}",
+)
+
+
+def fact_claim(*, key: str, value) -> Claim:
+    """What a cited user turn must say for a fact to apply at once: one of its own
+    sentences is one of ``FACT_SENTENCES`` with the key's words (``forward_to`` →
+    "forward to") and the value ("Forward to ops@example.com.", "Set timezone to
+    Europe/Paris."); a true/false value is said as true/yes/on or false/no/off.
+    "Never forward anything to ops@example.com" is none of them, so it is not consent.
+
+    The looser match (every text and number of the value in one turn) is kept for
+    the refusal's message only: a fact has no staged state, it applies or is refused.
+    """
     pieces: list[str] = []
 
     def walk(node) -> None:
@@ -40,7 +74,15 @@ def fact_claim(*, key: str, value) -> list[str]:
             pieces.append(str(node))
 
     walk(value)
-    return pieces or [key]
+    sentences = tuple(
+        dict.fromkeys(
+            form.format(key=named, value=said)
+            for said in _value_words(value)
+            for named in _key_forms(key)
+            for form in FACT_SENTENCES
+        )
+    )
+    return Claim(sentences, tuple(pieces or [key]))
 
 
 @transaction.atomic
@@ -54,14 +96,16 @@ def fact_put(
     scope: str = "global",
     provenance=None,
     field_prefix: str = "",
-    channel: str = Channel.AGENT,
+    channel: str,
 ) -> tuple[LearnedFact, bool]:
     """Set ``namespace/key`` to ``value``; returns (current fact, created).
 
     1. Validate names and size (400), refuse credentials (422).
-    2. Refuse untrusted provenance (422): a fact applies the moment it is
-       written, with no consent gate, so only user_instruction whose cited turn
-       says it (``fact_claim``) or outcome_evidence may set one.
+    2. Refuse (422) unless the person consented: a fact applies the moment it is
+       written, so only a ``user_instruction`` whose cited turn, posted by this
+       agent's harness, says it as one of its own sentences (``fact_claim``,
+       ``memory.core.consent.consent_by_turn``) sets one. ``outcome_evidence`` never
+       does: a passed outcome shows a check ran, not what a person wants.
     3. The same value and scope again changes nothing. A new value inserts a
        new row and points the old one at it (supersede, never delete).
     """
@@ -90,18 +134,27 @@ def fact_put(
     refuse_secrets(
         {f"{field_prefix}key": key, f"{field_prefix}value": value, f"{field_prefix}scope": scope}
     )
-    source, trust, stored, unbacked = provenance_classify(
-        provenance, workspace=workspace, claim=fact_claim(key=key, value=value)
+    if agent is None:
+        raise bad_request(f"{field_prefix}provenance", "A learned fact is an agent's.")
+    classified = provenance_classify(
+        provenance, agent=agent, claim=fact_claim(key=key, value=value)
     )
-    if trust != DeltaTrust.TRUSTED:
+    source, _, stored, unbacked = classified[:4]
+    if source == ProvenanceSource.OUTCOME_EVIDENCE:
+        unbacked = (
+            "a passed outcome shows that a check ran, not what the person wants; a fact "
+            "needs the person's own sentence (user_instruction)"
+        )
+    if classified.consent is None:
         field = {
             ProvenanceSource.USER_INSTRUCTION: "provenance.turns",
             ProvenanceSource.OUTCOME_EVIDENCE: "provenance.outcomes",
         }.get(source, "provenance.source")
         raise ApplicationError(
-            f"A fact applies immediately, so it needs trusted provenance backed by records "
-            f"(a harness-reported user turn or passed outcome); here {unbacked}. Propose "
-            "observed content as a delta instead: it is quarantined for a person to confirm.",
+            "A fact applies immediately, so it needs the person's consent: one of their "
+            "own sentences in a user turn this agent's harness reported (e.g. 'Set "
+            f"{key} to <value>.'); here {unbacked}. Propose it as a delta instead: a "
+            "person decides on it.",
             code="untrusted_fact",
             fields={field: [f"{source} is untrusted: {unbacked}"]},
         )

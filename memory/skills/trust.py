@@ -17,19 +17,18 @@ from django.db.models.functions import RowNumber
 from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.audit import audit_record
+from memory.core.consent import Claim, Consent, consent_by_turn, turns_beside_many
 from memory.core.secrets import refuse_secrets
-from memory.core.text import fold_text
+from memory.core.trust import WEIGHING_CHANNELS
 from memory.core.validation import bad_request, check_json_strings
 from memory.models import (
     Agent,
     Channel,
-    ConversationTurn,
     DeltaTrust,
     FeedbackSample,
     Outcome,
     ProvenanceSource,
     SkillDelta,
-    TurnRole,
     Workspace,
 )
 
@@ -240,12 +239,11 @@ def _trust_progress(*, scope: str, samples: int, positive: int) -> dict:
     }
 
 
-COUNTED_CHANNELS = (Channel.HARNESS, Channel.PERSON)
 RECENT_SAMPLES = 5
 
 
 def _ledger(workspace: Workspace):
-    return FeedbackSample.objects.filter(workspace=workspace, channel__in=COUNTED_CHANNELS)
+    return FeedbackSample.objects.filter(workspace=workspace, channel__in=sorted(WEIGHING_CHANNELS))
 
 
 def _recent(*, workspace: Workspace, scopes: list[str]) -> dict[str, list[dict]]:
@@ -347,39 +345,18 @@ class Provenance(NamedTuple):
 
     ``unbacked`` is empty when the provenance is trusted, else the reason it is not
     (shown to the writer as a warning and to reviewers in the audit log).
+    ``consent`` is set only when a cited turn says the claim verbatim
+    (``memory.core.consent.consent_by_turn``): what auto-approval and a tier-0 fact
+    need. ``loose``: the cited turn holds the claim's words but not as one of its
+    sentences, so the delta is staged as untrusted with the turn shown beside it.
     """
 
     source: str
     trust: str
     stored: dict
     unbacked: str = ""
-
-
-def _turn_ref(ref: str) -> tuple[str, int] | None:
-    session, sep, index = ref.rpartition("#")
-    if not sep or not session or not index.isdigit() or len(index) > 9:
-        return None
-    return session, int(index)
-
-
-def _cited_user_text(*, workspace: Workspace, turns: list[str]) -> str | None:
-    """The text of the cited ``session_id#turn_index`` refs that are stored,
-    harness-reported user turns of ``workspace`` (the person really said it, the
-    harness saw it), joined; None when no cited ref is such a turn."""
-    refs = {ref: parsed for ref in turns if (parsed := _turn_ref(ref)) is not None}
-    if not refs:
-        return None
-    match = Q()
-    for session, index in refs.values():
-        match |= Q(session_id=session, turn_index=index)
-    found = list(
-        ConversationTurn.objects.filter(
-            match, workspace=workspace, role=TurnRole.USER, channel=Channel.HARNESS
-        )
-        .order_by("session_id", "turn_index")
-        .values_list("content", flat=True)
-    )
-    return "\n".join(found) if found else None
+    consent: Consent | None = None
+    loose: bool = False
 
 
 def _backed_outcomes(*, workspace: Workspace, outcomes: list[int]) -> list[int]:
@@ -391,34 +368,25 @@ def _backed_outcomes(*, workspace: Workspace, outcomes: list[int]) -> list[int]:
     )
 
 
-def said_in(claim: list[str], text: str) -> bool:
-    """Whether ``text`` (a person's words) says every piece of ``claim``.
+def provenance_classify(provenance, *, agent: Agent, claim: Claim) -> Provenance:
+    """Classify a delta's or fact's provenance; only provenance backed by records is trusted.
 
-    The rule: each piece, folded (``fold_text``: case, spacing and punctuation
-    ignored, whole words), is a substring of the folded text. A claim with no
-    words in it is never said: consent has to be found, not assumed.
-    """
-    folded = fold_text(text)
-    pieces = [fold_text(piece) for piece in claim]
-    return bool(pieces) and all(piece and piece in folded for piece in pieces)
-
-
-def provenance_classify(provenance, *, workspace: Workspace, claim: list[str]) -> Provenance:
-    """Classify a delta's provenance; only provenance backed by records is trusted.
-
-    - ``user_instruction`` must cite, in ``turns``, at least one stored user turn of
-      this workspace reported through a harness token (``"session_id#turn_index"``),
-      and those turns must say it: every piece of ``claim`` (what the delta or fact
-      would make true, see ``said_in``) is found in the cited turns' text. A turn
-      that exists but says something else ("What's the weather?") backs nothing.
+    - ``user_instruction`` must cite, in ``turns``, a stored user turn that this
+      agent's harness posted (``"session_id#turn_index"``), and one such turn must
+      say the claim as one of its own sentences: a statement, not a question, not
+      quoted, equal after folding (``consent_by_turn``). Then it is trusted and
+      carries a ``Consent``. A turn that holds the claim's words but not as a
+      sentence ("Never use X" for "Use X") is ``loose``: untrusted, staged for a
+      person with the turn shown. A turn that says something else backs nothing.
     - ``outcome_evidence`` must cite, in ``outcomes``, at least one harness-reported
-      outcome of this workspace that passed (outcome ids as ``POST /outcomes/``
-      answers them).
+      outcome of this workspace that passed; it is trusted (staged, approved by a
+      reviewer once the trust ledger's bar is met) but never carries consent.
     - Anything else (observed content, missing, unreadable, unbacked) is untrusted.
 
     Only ids are kept, never content: the payload carries the lesson, the
     provenance only says where it came from.
     """
+    workspace = agent.workspace
     if provenance is None or provenance == {}:
         return Provenance(ProvenanceSource.MISSING, DeltaTrust.UNTRUSTED, {}, "no provenance")
     if not isinstance(provenance, dict):
@@ -444,29 +412,38 @@ def provenance_classify(provenance, *, workspace: Workspace, claim: list[str]) -
     stored = {"source": source, "turns": list(turns)}
     if outcomes:
         stored["outcomes"] = sorted(set(outcomes))
-    unbacked = ""
     if source == ProvenanceSource.USER_INSTRUCTION:
-        cited = _cited_user_text(workspace=workspace, turns=turns)
-        if cited is None:
+        said = consent_by_turn(agent=agent, turns=turns, claim=claim)
+        if said.consent is not None:
+            return Provenance(source, DeltaTrust.TRUSTED, stored, "", said.consent)
+        if not said.found:
             unbacked = (
-                "user_instruction cites no stored user turn reported by the harness "
+                "user_instruction cites no stored user turn this agent's harness reported "
                 "(provenance.turns: ['session_id#turn_index'])"
             )
-        elif not said_in(claim, cited):
+        elif said.loose:
             unbacked = (
-                "the cited user turn does not say this (its text must contain the "
-                "delta's or fact's content, compared without case, spacing or punctuation)"
+                "the cited user turn does not say this as one of its own sentences (a "
+                "statement, not a question, not quoted, not negated, word for word)"
             )
-    elif source == ProvenanceSource.OUTCOME_EVIDENCE:
+        else:
+            unbacked = (
+                "the cited user turn does not say this (one of its sentences must be the "
+                "delta's or fact's content, compared without case, spacing or end "
+                "punctuation)"
+            )
+        return Provenance(source, DeltaTrust.UNTRUSTED, stored, unbacked, None, said.loose)
+    if source == ProvenanceSource.OUTCOME_EVIDENCE:
         if not _backed_outcomes(workspace=workspace, outcomes=outcomes):
-            unbacked = (
+            return Provenance(
+                source,
+                DeltaTrust.UNTRUSTED,
+                stored,
                 "outcome_evidence cites no passed outcome reported by the harness "
-                "(provenance.outcomes: [outcome ids])"
+                "(provenance.outcomes: [outcome ids])",
             )
-    else:
-        unbacked = f"{source} is the agent's own reading"
-    trust = DeltaTrust.UNTRUSTED if unbacked else DeltaTrust.TRUSTED
-    return Provenance(source, trust, stored, unbacked)
+        return Provenance(source, DeltaTrust.TRUSTED, stored)
+    return Provenance(source, DeltaTrust.UNTRUSTED, stored, f"{source} is the agent's own reading")
 
 
 TRUST_SAMPLES_SHOWN = 50
@@ -479,3 +456,23 @@ def trust_sample_list(*, workspace: Workspace, scope: str, limit: int = TRUST_SA
         .select_related("agent")
         .order_by("-created_at", "-id")[:limit]
     )
+
+
+def delta_said_beside(*, deltas) -> dict[int, list[dict]]:
+    """For the review cards: each untrusted ``user_instruction`` delta's cited turns
+    (its own agent's harness only), the claim's words marked (one query)."""
+    from memory.skills.deltas import delta_claim
+
+    items = []
+    for delta in deltas:
+        if delta.provenance_source != ProvenanceSource.USER_INSTRUCTION:
+            continue
+        if delta.trust != DeltaTrust.UNTRUSTED:
+            continue
+        turns = [t for t in (delta.provenance or {}).get("turns", []) if isinstance(t, str)]
+        try:
+            claim = delta_claim(kind=delta.kind, payload=delta.payload)
+        except (KeyError, TypeError):
+            continue
+        items.append((delta.pk, delta.agent_id, turns, claim))
+    return turns_beside_many(items)

@@ -44,6 +44,7 @@ from memory.skills.selectors import (
     skill_version_bodies,
 )
 from memory.skills.skillmd import section_text
+from memory.skills.trust import delta_said_beside
 from reviews.access import actor_for, call_service, require_role
 from reviews.diffs import (
     change_digest,
@@ -96,8 +97,10 @@ def with_previews(workspace, deltas: list) -> list:
     - ``section_change``: for stale orphans, the section's old → new text.
     """
     previews = delta_previews(workspace=workspace, deltas=list(deltas))
+    said = delta_said_beside(deltas=deltas)
     for delta in deltas:
         delta.preview = previews[delta.pk]
+        delta.said_beside = said.get(delta.pk, [])
     old_bodies = skill_version_bodies(
         workspace=workspace, ids=[d.anchor_version_id for d in deltas if _is_stale(d)]
     )

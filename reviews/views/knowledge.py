@@ -22,6 +22,7 @@ from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.core.selectors import audit_event_for_targets
 from memory.core.text import WORD
+from memory.core.trust import channel_weighs
 from memory.knowledge.recall import knowledge_search
 from memory.knowledge.selectors import (
     KNOWLEDGE_ORDER,
@@ -176,7 +177,7 @@ def _detail_context(request, item: Knowledge, **extra) -> dict:
     for row in versions:
         row.changes = ledger[row.pk]
     earned = any(
-        change.channel in ("harness", "person") and change.after > change.before
+        channel_weighs(change.channel) and change.after > change.before
         for row in versions
         for change in row.changes
     )

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.errors import ApplicationError
+from memory.core.trust import channel_weighs
 from memory.identity.selectors import project_labels
 from memory.lessons.changes import CHANGES
 from memory.lessons.lifecycle import (
@@ -138,10 +139,6 @@ def _lesson_or_404(request, pk: int) -> Lesson:
         raise Http404("No such lesson in this workspace.") from None
 
 
-# Only these channels give a lesson weight (SPEC section 2); the agent's word never does.
-WEIGHING_CHANNELS = ("harness", "person")
-
-
 def _outcome_pk(evidence_id: str) -> int | None:
     kind, _, value = (evidence_id or "").partition(":")
     return int(value) if kind == "outcome" and value.isdigit() else None
@@ -161,12 +158,10 @@ def _detail_context(request, lesson: Lesson, **extra) -> dict:
     evidence = list(lesson.evidence.select_related("outcome"))
     head = next((row for row in rows if row.pk == history["id"]), lesson)
     earned = any(
-        change["channel"] in WEIGHING_CHANNELS and change["after"] > change["before"]
+        channel_weighs(change["channel"]) and change["after"] > change["before"]
         for version in versions
         for change in version["changes"]
-    ) or any(
-        ev.relation == "supports" and ev.outcome.channel in WEIGHING_CHANNELS for ev in evidence
-    )
+    ) or any(ev.relation == "supports" and channel_weighs(ev.outcome.channel) for ev in evidence)
     return {
         "lesson": lesson,
         "head": head,

@@ -1,9 +1,9 @@
 import pytest
 from django.core.management import call_command
 
-from memory.core.actors import Actor
 from memory.identity.services import token_digest, token_issue, token_revoke
 from memory.models import ApiToken, AuditEvent
+from tests.factories.identity import person_actor
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def test_it_records_last_use(api):
 
 
 def test_a_revoked_token_is_refused(api):
-    token_revoke(token=api.token, actor=Actor(kind="person", label="user:test"))
+    token_revoke(token=api.token, actor=person_actor("test"))
     response = api.get("/api/v1/agents/me/")
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "authentication_failed"

@@ -1,6 +1,8 @@
 """Consent has to cite what was said: a ``user_instruction`` provenance counts only
-when the cited harness-reported user turn says the delta's or fact's content
-(folded: case, spacing and punctuation ignored, whole words).
+when the claim is one whole sentence of one cited user turn this agent's harness
+posted (a statement, not a question, not quoted; folded: case, spacing and end
+punctuation ignored). A turn that only holds the words stages the delta as
+untrusted for a person; a fact is refused.
 
 The attack: an agent cites a real but unrelated user turn ("What's the weather?")
 to set where the ``mail`` tool forwards mail, or to stage and auto-approve a delta.
@@ -8,8 +10,8 @@ to set where the ``mail`` tool forwards mail, or to stage and auto-approve a del
 
 import pytest
 
+from memory.core.consent import said_loosely
 from memory.models import LearnedFact, SkillDelta
-from memory.skills.trust import said_in
 from tests.factories.skills import EMAIL_TOOLS, declare_tools, harness_api, post_delta, register
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +36,8 @@ def mail(make_api):
         (1, "What's the weather?"),
         (
             2,
-            "Please FORWARD my mail to Ops@Example.com, and: escalate anything from the CFO after 48 hours!",
+            "Please, thanks.\nFORWARD TO Ops@Example.com. Escalate anything from the CFO "
+            "after 48 hours!",
         ),
     ):
         response = harness.post(
@@ -122,5 +125,5 @@ def test_auto_approve_needs_the_cited_turn_to_say_it(mail):
         (["a", "d"], "a then b c", False),  # every piece must be said
     ],
 )
-def test_the_said_in_rule(claim, text, said):
-    assert said_in(claim, text) is said
+def test_the_looser_rule(claim, text, said):
+    assert said_loosely(claim, text) is said

@@ -19,7 +19,7 @@ def harness(ready):
     return harness_api(ready.agent)
 
 
-SAID = "Escalate anything from the CFO after 48 hours; cfo@example.com is a priority sender."
+SAID = "Escalate anything from the CFO after 48 hours. cfo@example.com is true."
 
 
 def _turn(client, session="sess-p", index=1, role="user", content=SAID):

@@ -20,7 +20,9 @@ def test_facts_supersede_and_report_consumers(ready):
         == 200
     )
     assert LearnedFact.objects.count() == 1
-    updated = ready.put(url, fact_body(ready, value={"rank": 1}), format="json")
+    updated = ready.put(
+        url, fact_body(ready, key="alice@example.com", value={"rank": 1}), format="json"
+    )
     assert updated.status_code == 200
     assert ready.get(url).json()["value"] == {"rank": 1}
     rows = list(LearnedFact.objects.order_by("id"))
@@ -34,7 +36,7 @@ def test_facts_supersede_and_report_consumers(ready):
 
 def test_a_fact_no_tool_reads_is_inert(ready):
     response = ready.put(
-        "/api/v1/facts/followup_hours/cfo/", fact_body(ready, value=48), format="json"
+        "/api/v1/facts/followup_hours/cfo/", fact_body(ready, key="cfo", value=48), format="json"
     )
     assert response.json()["inert"] is True
     assert response.json()["consumers"] == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory.core.actors import Actor
 from memory.lessons.lifecycle import lesson_retire
 from memory.models import AuditEvent, Lesson, LessonState, Outcome
+from tests.factories.identity import person_actor
 from tests.factories.lessons import (
     BLOG,
     SHOP,
@@ -139,9 +139,7 @@ def test_it_gives_new_evidence_to_an_equivalent_lesson_instead_of_duplicating(ha
 def test_it_does_not_relearn_what_a_person_retired_from_the_same_evidence(harness):
     evidence = outcome(harness, passed_payload())
     lesson = Lesson.objects.get(pk=create(harness, evidence=[evidence]).json()["id"])
-    lesson_retire(
-        lesson=lesson, actor=Actor(kind="person", label="user:alice"), reason="wrong here"
-    )
+    lesson_retire(lesson=lesson, actor=person_actor("alice"), reason="wrong here")
     refused = create(harness, evidence=[evidence])
     assert refused.status_code == 422
     assert refused.json()["error"]["code"] == "retired_by_person"

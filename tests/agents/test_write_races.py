@@ -202,10 +202,10 @@ def _fact_body(ctx, i):
         backed(
             ctx["agent"],
             {"source": "user_instruction", "turns": ["s1#1"]},
-            said="cfo@example.com",
+            said="Forward to cfo@example.com.",
         ),
     )
-    return {"value": ["cfo@example.com"], "provenance": provenance}
+    return {"value": "cfo@example.com", "provenance": provenance}
 
 
 RACES: dict[tuple[str, str], Case] = {

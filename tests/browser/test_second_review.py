@@ -19,12 +19,11 @@ from memory.lessons.lifecycle import lesson_edit, lesson_restore, lesson_retire
 from memory.models import AuditEvent, JobRun, Lesson
 from tests.browser.conftest import at
 from tests.factories.core import JobRunFactory
+from tests.factories.identity import person_actor
 from tests.factories.knowledge import KnowledgeFactory
 from tests.factories.lessons import LessonFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PERSON = Actor(kind="person", label="user:ada")
 
 
 @pytest.fixture(params=[1280, 360])
@@ -154,13 +153,17 @@ def _rows_behind(page, live_server, testid: str, rows: str) -> tuple[int, int]:
 def test_every_dashboard_number_opens_the_rows_it_counts(login, live_server, workspace, width):
     _learned(workspace, "Run pytest from the root.")
     edited = _learned(workspace, "Pin the lockfile.", days_ago=3)
-    lesson_edit(lesson=edited, actor=PERSON, text="Pin the lockfile first.", reason="clearer")
+    lesson_edit(
+        lesson=edited, actor=person_actor("ada"), text="Pin the lockfile first.", reason="clearer"
+    )
     _learned(workspace, "Long ago.", days_ago=45)
     retired = _learned(workspace, "Retire me.")
-    lesson_retire(lesson=retired, actor=PERSON, reason="wrong")
+    lesson_retire(lesson=retired, actor=person_actor("ada"), reason="wrong")
     back = LessonFactory(workspace=workspace, text="Back.", normalized_text="back")
-    lesson_retire(lesson=back, actor=PERSON, reason="wrong")
-    lesson_restore(lesson=Lesson.objects.get(pk=back.pk), actor=PERSON, reason="right after all")
+    lesson_retire(lesson=back, actor=person_actor("ada"), reason="wrong")
+    lesson_restore(
+        lesson=Lesson.objects.get(pk=back.pk), actor=person_actor("ada"), reason="right after all"
+    )
     # Oldest first, as real runs are inserted (ids grow with created_at).
     old = JobRunFactory(workspace=workspace, status="failed", error="old")
     JobRun.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))

@@ -5,10 +5,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from memory.core.actors import Actor
 from memory.identity.services import token_digest
 from memory.models import ApiToken, AuditEvent
 from tests.browser.conftest import at
+from tests.factories.identity import person_actor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,9 +96,7 @@ def test_the_raw_token_never_enters_htmx_history(login, live_server, workspace):
 def test_an_empty_reason_is_refused_in_place(login, live_server, workspace):
     from memory.identity.services import agent_create, token_issue
 
-    agent = agent_create(
-        workspace=workspace, name="gaia/chat", actor=Actor(kind="person", label="user:test")
-    )
+    agent = agent_create(workspace=workspace, name="gaia/chat", actor=person_actor("test"))
     token = token_issue(agent=agent).token
     page = login(workspace=workspace, role="admin")
     page.goto(f"{live_server.url}/agents/")

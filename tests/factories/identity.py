@@ -32,3 +32,14 @@ def api_client(agent: Agent, *, scope: str = "agent"):
     client.token = issued.token
     client.raw_token = issued.raw
     return client
+
+
+def person_actor(username: str = "ada"):
+    """A signed-in person as the services see one (a real user: an Actor is made only
+    by its constructors)."""
+    from django.contrib.auth import get_user_model
+
+    from memory.core.actors import Actor
+
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    return Actor.for_user(user)

@@ -28,8 +28,9 @@ from memory.models import Agent, Channel, ProjectLabel, Workspace
 from memory.review.services import review_item_open
 from memory.skills.deltas import delta_create
 from memory.skills.effective import effective_skill_resolve
-from memory.skills.facts import fact_put
+from memory.skills.facts import fact_claim, fact_put
 from memory.skills.registry import agent_tools_set, skill_register
+from tests.factories.identity import person_actor
 from tests.factories.lessons import check, step
 from tests.factories.skills import EMAIL_TOOLS, backed, harness_feedback, skill_md
 
@@ -74,9 +75,7 @@ def workspace_ready(workspace: Workspace) -> None:
     texts are kept, so erasure and export are checked on them too."""
     workspace.settings = {"auto_approve_user_instruction": True, "store_goal_text": True}
     workspace.save(update_fields=["settings"])
-    skill_register(
-        workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="test")
-    )
+    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor.system("test"))
 
 
 def bundle(
@@ -138,7 +137,7 @@ def bundle(
         workspace=workspace,
         project_digest=project_digest(remote=b.project_remote),
         label=text("project_label", f"{name} shop"),
-        actor=Actor(kind="person", label="user:test"),
+        actor=person_actor("test"),
     )
     b.labels.append(
         ProjectLabel.objects.get(
@@ -158,8 +157,10 @@ def bundle(
     # The person's turn (posted by the harness) the learned preference cites.
     _raw_history(b, name=name, text=text)
     # A learned preference (auto-approved: the workspace opted in) and a fact.
-    body = text("delta", f"Escalate threads from the {name} board after a day.")
+    # One sentence, marker inside: the person's turn says it as one of their sentences.
+    body = text("delta", f"Escalate threads from the {name} board after a day") + "."
     write = delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",
@@ -170,14 +171,18 @@ def bundle(
         ),
     )
     b.deltas.append(write.delta.pk)
+    value = text("fact", f"lead@{name}.example.com")
     fact, _ = fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="priority_senders",
         key=f"{name}-lead",
-        value={"email": (lead := text("fact", f"lead@{name}.example.com"))},
+        value=value,
         provenance=backed(
-            agent, {"source": "user_instruction", "turns": [f"{b.session}#2"]}, said=lead
+            agent,
+            {"source": "user_instruction", "turns": [f"{b.session}#2"]},
+            said=fact_claim(key=f"{name}-lead", value=value),
         ),
     )
     b.facts.append(fact.pk)

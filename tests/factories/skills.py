@@ -69,8 +69,8 @@ def backed(agent, provenance, said=None):
     """``provenance`` with the records it cites stored through the harness channel.
 
     A ``user_instruction`` is trusted only when its turns are stored user turns the
-    harness posted that say what is claimed (``said``: the delta's or fact's words,
-    a string or a list of them); an ``outcome_evidence`` only when it cites a passed
+    harness posted that say what is claimed as one of their own sentences (``said``:
+    a ``Claim``, whose first sentence is written, or a string or a list of lines); an ``outcome_evidence`` only when it cites a passed
     outcome the harness posted. This posts them (real services, channel harness) and
     returns the provenance to send; other sources are returned unchanged. A turn
     cited again for another claim is extended to say that too.
@@ -83,11 +83,15 @@ def backed(agent, provenance, said=None):
     if not isinstance(provenance, dict):
         return provenance
     source = provenance.get("source")
+    from memory.core.consent import Claim
+    from memory.core.said import claim_match
     from memory.core.secrets import scan_fields
     from memory.core.validation import check_json_strings
-    from memory.skills.trust import said_in
 
-    words = " ".join([said] if isinstance(said, str) else (said or []))
+    if isinstance(said, Claim):
+        # The person says it as one of their own sentences: the first accepted form.
+        said = [said.sentences[0]] if said.sentences else list(said.pieces)
+    words = "\n".join([said] if isinstance(said, str) else (said or []))
     try:
         check_json_strings("said", words)
         unstorable = bool(scan_fields({"said": words}))
@@ -101,7 +105,11 @@ def backed(agent, provenance, said=None):
             if not session or not index.isdigit():
                 continue
             stored = ConversationTurn.objects.filter(
-                workspace=agent.workspace, session_id=session, role="user", turn_index=int(index)
+                workspace=agent.workspace,
+                agent=agent,
+                session_id=session,
+                role="user",
+                turn_index=int(index),
             ).first()
             if stored is None:
                 turn_store(
@@ -109,13 +117,15 @@ def backed(agent, provenance, said=None):
                     agent=agent,
                     session_id=session,
                     role="user",
-                    content=f"(the person's instruction, turn {ref}) {words}".strip(),
+                    content=f"(the person's instruction, turn {ref})\n{words}".strip(),
                     turn_index=int(index),
                     channel=Channel.HARNESS,
                 )
-            elif words and not said_in([words], stored.content):
+            elif words and not all(
+                claim_match(line, stored.content).verbatim for line in words.split("\n")
+            ):
                 ConversationTurn.objects.filter(pk=stored.pk).update(
-                    content=f"{stored.content} {words}"
+                    content=f"{stored.content}\n{words}"
                 )
     elif source == "outcome_evidence" and "outcomes" not in provenance:
         payload = passed_payload()
@@ -188,7 +198,7 @@ def _said(body: dict) -> list[str]:
     if body.get("kind") == "fact":
         return fact_claim(key=str(payload.get("key", "")), value=payload.get("value"))
     try:
-        return [str(piece) for piece in delta_claim(kind=body.get("kind"), payload=payload)]
+        return delta_claim(kind=body.get("kind"), payload=payload)
     except (KeyError, TypeError):
         return []
 
@@ -241,9 +251,7 @@ def learning_agent(workspace, name: str | None = None, *, register: bool = True)
     from tests.factories.identity import AgentFactory
 
     if register:
-        skill_register(
-            workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="test")
-        )
+        skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor.system("test"))
     agent = AgentFactory(workspace=workspace, **({"name": name} if name else {}))
     agent_tools_set(agent=agent, tools=EMAIL_TOOLS)
     return agent
@@ -267,6 +275,7 @@ def propose(
     provenance = provenance if provenance is not None else USER_INSTRUCTION
     payload_ = payload if payload is not None else {"body": text}
     return delta_create(
+        channel="agent",
         agent=agent,
         skill_name=kw.pop("skill_name", "triage-inbox"),
         kind=kind,
@@ -318,7 +327,7 @@ def register_v2(workspace, body: str = V2_BODY, version: str = "2.0.0"):
     return skill_register(
         workspace=workspace,
         skill_md=skill_md(version=version, body=body),
-        actor=Actor(kind="system", label="test"),
+        actor=Actor.system("test"),
     )
 
 

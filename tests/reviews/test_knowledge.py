@@ -6,13 +6,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.core.actors import Actor
 from memory.knowledge.services import knowledge_update
 from memory.lessons.decay import decay_run
 from memory.maintenance.judge import HeuristicJudge
 from memory.maintenance.reconcile import reconcile_workspace
 from memory.models import AuditEvent, ConfidenceChange, Knowledge
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.knowledge import KnowledgeFactory
 from tests.factories.maintenance import plant
 from tests.reviews import without_ws
@@ -138,7 +137,7 @@ def test_the_item_page_shows_history_strength_and_activity(reviewer, workspace, 
     result = knowledge_update(
         workspace=workspace,
         item_id=host.pk,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         changes={"content": "The staging database host is db4.internal."},
         reason="moved",
     )
@@ -256,7 +255,7 @@ def test_a_person_deletes_an_item_and_its_versions_for_good(reviewer, workspace,
     new = knowledge_update(
         workspace=workspace,
         item_id=host.pk,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         changes={"content": "The staging host is db9."},
     ).item
     response = reviewer.post(f"/knowledge/{new.pk}/delete/", {"reason": "asked to forget"}, **HX)

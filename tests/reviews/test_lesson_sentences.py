@@ -4,9 +4,9 @@ in words (who confirmed it, from which outcome)."""
 
 import pytest
 
-from memory.core.actors import Actor
 from memory.lessons.evidence import evidence_apply, lesson_retire_system
 from memory.lessons.lifecycle import lesson_edit, lesson_pin, lesson_retire, lesson_seal
+from tests.factories.identity import person_actor
 from tests.factories.lessons import LessonFactory
 from tests.factories.review import LessonEvidenceFactory, OutcomeFactory
 from tests.reviews.holes import text_holes, visible_lines
@@ -14,7 +14,6 @@ from tests.reviews.holes import text_holes, visible_lines
 pytestmark = pytest.mark.django_db
 
 HX = {"HTTP_HX_REQUEST": "true"}
-PERSON = Actor(kind="person", label="user:test")
 
 
 def _states(workspace, reviewer):
@@ -42,18 +41,24 @@ def _states(workspace, reviewer):
         f"/lessons/{made['active, confirmed by a person only'].pk}/confirm/", {"reason": "ok"}, **HX
     )
     retired = LessonFactory(workspace=workspace)
-    lesson_retire(lesson=retired, actor=PERSON, reason="wrong since the CI image changed")
+    lesson_retire(
+        lesson=retired, actor=person_actor("test"), reason="wrong since the CI image changed"
+    )
     made["retired by a person"] = retired
     by_system = LessonFactory(workspace=workspace, confidence=0.05)
     lesson_retire_system(lesson=by_system, actor="system", reason="")
     made["retired by the system without a reason"] = by_system
     older = LessonFactory(workspace=workspace)
     made["edited (older version)"] = older
-    made["edited (current version)"] = lesson_edit(lesson=older, text="Use uv.", actor=PERSON)
+    made["edited (current version)"] = lesson_edit(
+        lesson=older, text="Use uv.", actor=person_actor("test")
+    )
     flagged = LessonFactory(workspace=workspace, scope="global", project_digest="")
-    flagged = lesson_pin(lesson=flagged, pinned=True, actor=PERSON, reason="essential")
+    flagged = lesson_pin(
+        lesson=flagged, pinned=True, actor=person_actor("test"), reason="essential"
+    )
     made["pinned, sealed, global"] = lesson_seal(
-        lesson=flagged, sealed=True, actor=PERSON, reason="by hand"
+        lesson=flagged, sealed=True, actor=person_actor("test"), reason="by hand"
     )
     return made
 

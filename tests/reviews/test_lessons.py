@@ -2,12 +2,11 @@
 
 import pytest
 
-from memory.core.actors import Actor
 from memory.identity.projects import project_label_set
 from memory.lessons.evidence import evidence_apply
 from memory.lessons.lifecycle import lesson_edit
 from memory.models import AuditEvent, ConfidenceChange, Lesson, LessonEvidence, LessonState, Outcome
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.lessons import BLOG, LessonFactory, digest
 from tests.factories.review import LessonEvidenceFactory, OutcomeFactory
 from tests.reviews import without_ws
@@ -101,9 +100,7 @@ def test_it_orders_by_confidence_when_asked(viewer, workspace):
 
 
 def test_superseded_rows_are_not_listed_but_their_current_version_is(viewer, workspace, lesson):
-    edited = lesson_edit(
-        lesson=lesson, text="Prefer uv pip install.", actor=Actor(kind="person", label="user:test")
-    )
+    edited = lesson_edit(lesson=lesson, text="Prefer uv pip install.", actor=person_actor("test"))
     html = viewer.get("/lessons/", **HX).content.decode()
     assert f'id="lesson-{edited.pk}"' in html and f'id="lesson-{lesson.pk}"' not in html
 
@@ -113,7 +110,7 @@ def test_the_project_filter_shows_labels(viewer, workspace, lesson):
         workspace=workspace,
         project_digest=digest(),
         label="acme/shop",
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
     )
     html = viewer.get("/lessons/").content.decode()
     assert f'<option value="{digest()}">acme/shop · {digest()[:10]}</option>' in html
@@ -156,9 +153,7 @@ def test_the_history_shows_each_version_with_its_evidence_and_ledger(reviewer, w
     evidence_apply(
         target=lesson, kind="test_passed", evidence_id=f"outcome:{outcome.pk}", channel="harness"
     )
-    edited = lesson_edit(
-        lesson=lesson, text="Prefer uv pip install.", actor=Actor(kind="person", label="user:test")
-    )
+    edited = lesson_edit(lesson=lesson, text="Prefer uv pip install.", actor=person_actor("test"))
     html = reviewer.get(f"/lessons/{lesson.pk}/").content.decode()
     history = html[html.index('id="history"') :]
     assert history.index(f'id="version-{lesson.pk}"') < history.index(f'id="version-{edited.pk}"')
@@ -491,7 +486,7 @@ def test_the_changed_since_filter_is_the_dashboards_rule(viewer, workspace):
 
     gone = LessonFactory(workspace=workspace, text="Gone.", normalized_text="gone")
     kept = LessonFactory(workspace=workspace, text="Kept.", normalized_text="kept")
-    lesson_retire(lesson=gone, actor=Actor(kind="person", label="user:ada"), reason="wrong")
+    lesson_retire(lesson=gone, actor=person_actor("ada"), reason="wrong")
     since = (timezone.localdate() - timedelta(days=29)).isoformat()
     dashboard = viewer.get("/dashboard/").content.decode()
     assert f"/lessons/?changed=retired&amp;since={since}" in dashboard

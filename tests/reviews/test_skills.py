@@ -59,7 +59,7 @@ def test_it_lists_skills_with_an_overlay_badge_and_counts(viewer, agent, workspa
     skill_register(
         workspace=workspace,
         skill_md=skill_md(name="weekly-report"),
-        actor=Actor(kind="system", label="test"),
+        actor=Actor.system("test"),
     )
     response = viewer.get("/skills/")
     assert response.status_code == 200
@@ -95,7 +95,7 @@ def test_the_skill_list_query_count_is_pinned(
         skill_register(
             workspace=workspace,
             skill_md=skill_md(name=f"skill-{i:02d}"),
-            actor=Actor(kind="system", label="t"),
+            actor=Actor.system("t"),
         )
     bulk_deltas(agent, 200)
     client = member_client(workspace=workspace, role="viewer")
@@ -111,7 +111,7 @@ def test_another_workspaces_skills_are_invisible_and_404(viewer, agent):
     skill_register(
         workspace=other,
         skill_md=skill_md(name="secret-skill"),
-        actor=Actor(kind="system", label="t"),
+        actor=Actor.system("t"),
     )
     assert "secret-skill" not in viewer.get("/skills/").content.decode()
     assert viewer.get("/skills/secret-skill/").status_code == 404
@@ -181,7 +181,7 @@ def test_the_preview_follows_the_chosen_agent(viewer, agent, workspace):
 
 
 def test_a_skill_nobody_learned_on_shows_the_base(viewer, workspace):
-    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="t"))
+    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor.system("t"))
     html = viewer.get("/skills/triage-inbox/?view=diff").content.decode()
     assert "every agent gets the base text" in html and "No difference" in html
 
@@ -206,7 +206,7 @@ def test_the_skill_page_query_count_is_pinned(
         skill_register(
             workspace=workspace,
             skill_md=skill_md(version=version),
-            actor=Actor(kind="system", label="t"),
+            actor=Actor.system("t"),
         )
     client = member_client(workspace=workspace, role="viewer")
     client.get("/skills/triage-inbox/")
@@ -221,6 +221,7 @@ def test_the_skill_page_query_count_is_pinned(
 
 def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, workspace):
     read = fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="priority_senders",
@@ -231,6 +232,7 @@ def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, wor
         ),
     )[0]
     inert = fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="tone",
@@ -255,6 +257,7 @@ def test_facts_list_their_consumers_and_inert_ones_are_marked(viewer, agent, wor
 
 def test_facts_show_only_the_current_value(viewer, agent, workspace):
     fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="tone",
@@ -263,6 +266,7 @@ def test_facts_show_only_the_current_value(viewer, agent, workspace):
         provenance=backed(agent, USER_INSTRUCTION, said=fact_claim(key="greeting", value="hi")),
     )
     fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="tone",
@@ -278,6 +282,7 @@ def test_facts_show_only_the_current_value(viewer, agent, workspace):
 def test_facts_filter_by_namespace_and_say_what_to_do_when_empty(viewer, agent, workspace):
     assert "No learned facts yet." in viewer.get("/facts/").content.decode()
     fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="tone",
@@ -293,6 +298,7 @@ def test_facts_filter_by_namespace_and_say_what_to_do_when_empty(viewer, agent, 
 def test_facts_of_another_workspace_are_invisible(viewer, agent):
     other = learning_agent(WorkspaceFactory())
     fact_put(
+        channel="agent",
         workspace=other.workspace,
         agent=other,
         namespace="tone",
@@ -308,6 +314,7 @@ def test_the_facts_query_count_is_pinned(
 ):
     for i in range(60):
         fact_put(
+            channel="agent",
             workspace=workspace,
             agent=agent,
             namespace=f"ns{i % 6}",

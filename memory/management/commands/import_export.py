@@ -62,7 +62,7 @@ class Command(BaseCommand):
                 report = export_import(
                     workspace=ws,
                     path=path,
-                    actor=Actor(kind="system", label="system:shell"),
+                    actor=Actor.system("shell"),
                     progress=progress,
                 )
         except ApplicationError as exc:

@@ -4,7 +4,6 @@ Project digests: every spelling of a remote or path gives one digest."""
 import pytest
 
 from cairn.errors import ApplicationError
-from memory.core.actors import Actor
 from memory.identity.projects import (
     path_normalize,
     project_digest,
@@ -14,7 +13,7 @@ from memory.identity.projects import (
 )
 from memory.identity.selectors import project_labels
 from memory.models import AuditEvent, ProjectLabel
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.lessons import digest
 
 
@@ -26,7 +25,7 @@ def test_it_names_renames_and_unnames_a_project(workspace):
             workspace=workspace,
             project_digest=d,
             label="  acme  shop ",
-            actor=Actor(kind="person", label="user:ada"),
+            actor=person_actor("ada"),
         )
         == "acme shop"
     )
@@ -34,7 +33,7 @@ def test_it_names_renames_and_unnames_a_project(workspace):
         workspace=workspace,
         project_digest=d,
         label="shop",
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
     )
     assert project_labels(workspace=workspace, digests=[d, "f" * 64]) == {d: "shop"}
     # Another workspace's names are its own.
@@ -43,7 +42,7 @@ def test_it_names_renames_and_unnames_a_project(workspace):
         workspace=workspace,
         project_digest=d,
         label="",
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
     )
     assert not ProjectLabel.objects.exists()
     actions = list(
@@ -59,7 +58,7 @@ def test_it_refuses_what_is_not_a_digest_and_long_labels(workspace):
             workspace=workspace,
             project_digest="/home/me/src",
             label="x",
-            actor=Actor(kind="person", label="user:ada"),
+            actor=person_actor("ada"),
         )
     assert bad.value.status_code == 400
     with pytest.raises(ApplicationError):
@@ -67,7 +66,7 @@ def test_it_refuses_what_is_not_a_digest_and_long_labels(workspace):
             workspace=workspace,
             project_digest=digest(),
             label="x" * 81,
-            actor=Actor(kind="person", label="user:ada"),
+            actor=person_actor("ada"),
         )
     assert not ProjectLabel.objects.exists()
 

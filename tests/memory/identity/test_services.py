@@ -3,7 +3,6 @@
 import pytest
 
 from cairn.errors import ApplicationError
-from memory.core.actors import Actor
 from memory.identity.services import (
     agent_create,
     agent_get_or_create,
@@ -11,7 +10,7 @@ from memory.identity.services import (
     token_issue,
 )
 from memory.models import Agent, AuditEvent
-from tests.factories.identity import AgentFactory, WorkspaceFactory
+from tests.factories.identity import AgentFactory, WorkspaceFactory, person_actor
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +19,7 @@ def test_agent_create_records_who_and_why(workspace):
     agent = agent_create(
         workspace=workspace,
         name=" gaia/chat ",
-        actor=Actor(kind="person", label="user:ann"),
+        actor=person_actor("ann"),
         reason="new",
     )
     assert agent.name == "gaia/chat" and agent.workspace == workspace
@@ -31,9 +30,7 @@ def test_agent_create_records_who_and_why(workspace):
 def test_agent_create_refuses_a_taken_name(workspace):
     AgentFactory(workspace=workspace, name="gaia/chat")
     with pytest.raises(ApplicationError) as excinfo:
-        agent_create(
-            workspace=workspace, name="gaia/chat", actor=Actor(kind="person", label="user:ann")
-        )
+        agent_create(workspace=workspace, name="gaia/chat", actor=person_actor("ann"))
     assert excinfo.value.code == "duplicate" and excinfo.value.fields == {"name": ["duplicate"]}
     assert Agent.objects.filter(workspace=workspace).count() == 1
 
@@ -63,8 +60,8 @@ def test_token_issue_records_a_reason_and_refuses_long_labels(workspace):
 
 def test_the_same_name_may_exist_in_two_workspaces():
     a, b = WorkspaceFactory(), WorkspaceFactory()
-    agent_create(workspace=a, name="gaia/chat", actor=Actor(kind="person", label="user:x"))
-    agent_create(workspace=b, name="gaia/chat", actor=Actor(kind="person", label="user:y"))
+    agent_create(workspace=a, name="gaia/chat", actor=person_actor("x"))
+    agent_create(workspace=b, name="gaia/chat", actor=person_actor("y"))
     assert Agent.objects.filter(name="gaia/chat").count() == 2
 
 
@@ -93,5 +90,5 @@ def test_token_lookup_gives_the_rows_the_orm_gives(workspace):
     assert token.agent.workspace is token.workspace  # no second query for it
     assert token_lookup(authorization=f"Bearer {issued.raw}x") is None
     assert token_lookup(authorization="Bearer nottoken") is None
-    token_revoke(token=expected, actor=Actor(kind="person", label="user:ann"))
+    token_revoke(token=expected, actor=person_actor("ann"))
     assert token_lookup(authorization=f"Bearer {issued.raw}") is None

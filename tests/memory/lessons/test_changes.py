@@ -6,17 +6,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.core.actors import Actor
 from memory.lessons.changes import lesson_change_counts, lessons_changed_since
 from memory.lessons.lifecycle import lesson_edit, lesson_restore, lesson_retire
 from memory.lessons.selectors import lesson_browse
 from memory.models import AuditEvent, Lesson
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.lessons import LessonFactory
 
 pytestmark = pytest.mark.django_db
-
-person = Actor(kind="person", label="user:ada")
 
 
 def learned(workspace, *, days_ago=0, action="lesson.learn", **fields):
@@ -40,7 +37,9 @@ def test_learned_counts_each_lesson_once_at_its_current_row(workspace):
     posted = learned(workspace, action="lesson.create", text="Post it.", normalized_text="post it")
     looped = learned(workspace, days_ago=2, text="Loop it.", normalized_text="loop it")
     old = learned(workspace, days_ago=20, text="Old one.", normalized_text="old one")
-    edited = lesson_edit(lesson=looped, actor=person, text="Loop it twice.", reason="clearer")
+    edited = lesson_edit(
+        lesson=looped, actor=person_actor("ada"), text="Loop it twice.", reason="clearer"
+    )
     learned(WorkspaceFactory(), text="Elsewhere.", normalized_text="elsewhere")
     # No audit event, no "learned" (a merge target, an import).
     LessonFactory(workspace=workspace, text="Quiet.", normalized_text="quiet")
@@ -60,8 +59,10 @@ def test_retired_counts_lessons_retired_since_and_still_retired(workspace):
     back = LessonFactory(workspace=workspace, text="Back.", normalized_text="back")
     long_ago = LessonFactory(workspace=workspace, text="Long ago.", normalized_text="long ago")
     for lesson in (gone, back, long_ago):
-        lesson_retire(lesson=lesson, actor=person, reason="wrong")
-    lesson_restore(lesson=Lesson.objects.get(pk=back.pk), actor=person, reason="it was right")
+        lesson_retire(lesson=lesson, actor=person_actor("ada"), reason="wrong")
+    lesson_restore(
+        lesson=Lesson.objects.get(pk=back.pk), actor=person_actor("ada"), reason="it was right"
+    )
     Lesson.objects.filter(pk=long_ago.pk).update(retired_at=timezone.now() - timedelta(days=9))
 
     rows = lessons_changed_since(workspace=workspace, change="retired", since=since)

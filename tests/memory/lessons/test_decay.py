@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.core.actors import Actor
 from memory.lessons.caps import lesson_caps_enforce
 from memory.lessons.decay import decay_run, knowledge_restore
 from memory.lessons.evidence import evidence_apply
 from memory.models import AuditEvent, ConfidenceChange, JobRun, Knowledge, Lesson, LessonState
 from memory.tasks import decay, maintenance
+from tests.factories.identity import person_actor
 from tests.factories.lessons import KnowledgeFactory, LessonFactory
 
 pytestmark = pytest.mark.django_db
@@ -141,7 +141,7 @@ def test_it_restores_archived_knowledge_in_one_action():
     decay_run(now=NOW)
     item.refresh_from_db()
     assert item.status == "archived"
-    knowledge_restore(knowledge=item, actor=Actor(kind="person", label="user:alice"), now=NOW)
+    knowledge_restore(knowledge=item, actor=person_actor("alice"), now=NOW)
     decay_run(now=NOW + timedelta(days=1))
     item.refresh_from_db()
     assert item.status == "active" and item.archived_at is None

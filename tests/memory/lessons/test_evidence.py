@@ -80,13 +80,15 @@ def test_it_never_pushes_a_sealed_item_below_the_recall_floor():
 
 def test_it_writes_one_ledger_row_per_change_with_its_cause():
     lesson = LessonFactory()
-    confidence_apply(target=lesson, new=0.7, cause="person", kind="edit", evidence_id="")
-    confidence_apply(target=lesson, new=0.7, cause="person")  # no change, no row
+    confidence_apply(
+        target=lesson, new=0.7, cause="person", kind="edit", evidence_id="", channel="person"
+    )
+    confidence_apply(target=lesson, new=0.7, cause="person", channel="person")  # no row
     change = ConfidenceChange.objects.get()
     assert (change.target_type, change.target_id) == ("lesson", lesson.pk)
     assert (change.before, change.after, change.cause) == (0.5, 0.7, "person")
     with pytest.raises(ValueError):
-        confidence_apply(target=lesson, new=0.1, cause="vibes")
+        confidence_apply(target=lesson, new=0.1, cause="vibes", channel="person")
 
 
 # --- POST /evidence/ ----------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from memory.lessons.lifecycle import (
     lesson_seal,
 )
 from memory.models import AuditEvent, ConfidenceChange, LessonState
+from tests.factories.identity import AgentFactory, person_actor
 from tests.factories.lessons import LessonFactory
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +27,7 @@ def test_it_pins_and_unpins_with_the_person_and_reason_in_the_audit_log():
     pinned = lesson_pin(
         lesson=lesson,
         pinned=True,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         reason="release critical",
     )
     assert pinned.pinned
@@ -37,7 +38,7 @@ def test_it_pins_and_unpins_with_the_person_and_reason_in_the_audit_log():
     lesson_pin(
         lesson=lesson,
         pinned=False,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         reason="not any more",
     )
     lesson.refresh_from_db()
@@ -47,9 +48,7 @@ def test_it_pins_and_unpins_with_the_person_and_reason_in_the_audit_log():
 
 def test_pinning_twice_changes_nothing_and_records_nothing():
     lesson = LessonFactory(pinned=True)
-    lesson_pin(
-        lesson=lesson, pinned=True, actor=Actor(kind="person", label="user:ada"), reason="again"
-    )
+    lesson_pin(lesson=lesson, pinned=True, actor=person_actor("ada"), reason="again")
     assert not events(lesson, "lesson.pin").exists()
 
 
@@ -58,13 +57,13 @@ def test_a_sealed_lesson_is_closed_to_agents_but_not_to_people():
     lesson_seal(
         lesson=lesson,
         sealed=True,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         reason="checked by hand",
     )
     with pytest.raises(ApplicationError) as refused:
         lesson_retire(
             lesson=lesson,
-            actor=Actor(kind="agent", label="agent:gaia"),
+            actor=Actor.for_agent(AgentFactory(workspace=lesson.workspace)),
             reason="I think it is wrong",
         )
     assert refused.value.code == "sealed"
@@ -74,25 +73,27 @@ def test_a_sealed_lesson_is_closed_to_agents_but_not_to_people():
     lesson_seal(
         lesson=lesson,
         sealed=False,
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         reason="agents may refine it",
     )
     lesson.refresh_from_db()
     assert not lesson.sealed
     assert (
-        lesson_retire(lesson=lesson, actor=Actor(kind="agent", label="agent:gaia")).state
+        lesson_retire(
+            lesson=lesson, actor=Actor.for_agent(AgentFactory(workspace=lesson.workspace))
+        ).state
         == LessonState.RETIRED
     )
 
 
 def test_a_retired_lesson_must_be_restored_before_it_is_pinned_or_sealed():
     lesson = LessonFactory()
-    lesson_retire(lesson=lesson, actor=Actor(kind="person", label="user:ada"), reason="wrong")
+    lesson_retire(lesson=lesson, actor=person_actor("ada"), reason="wrong")
     for service, flag in ((lesson_pin, "pinned"), (lesson_seal, "sealed")):
         with pytest.raises(ApplicationError) as refused:
             service(
                 lesson=lesson,
-                actor=Actor(kind="person", label="user:ada"),
+                actor=person_actor("ada"),
                 reason="x",
                 **{flag: True},
             )
@@ -106,23 +107,19 @@ def test_only_the_current_version_can_be_pinned():
     edited = lesson_edit(
         lesson=lesson,
         text="Run pytest from the root.",
-        actor=Actor(kind="person", label="user:test"),
+        actor=person_actor("test"),
     )
     with pytest.raises(ApplicationError) as refused:
-        lesson_pin(
-            lesson=lesson, pinned=True, actor=Actor(kind="person", label="user:ada"), reason="x"
-        )
+        lesson_pin(lesson=lesson, pinned=True, actor=person_actor("ada"), reason="x")
     assert refused.value.code == "superseded"
-    assert lesson_pin(
-        lesson=edited, pinned=True, actor=Actor(kind="person", label="user:ada"), reason="x"
-    ).pinned
+    assert lesson_pin(lesson=edited, pinned=True, actor=person_actor("ada"), reason="x").pinned
 
 
 def test_restore_and_edit_record_the_reason():
     lesson = LessonFactory(confidence=0.1)
-    lesson_retire(lesson=lesson, actor=Actor(kind="person", label="user:ada"), reason="wrong")
+    lesson_retire(lesson=lesson, actor=person_actor("ada"), reason="wrong")
     restored = lesson_restore(
-        lesson=lesson, actor=Actor(kind="person", label="user:bo"), reason="it was right after all"
+        lesson=lesson, actor=person_actor("bo"), reason="it was right after all"
     )
     assert restored.state == LessonState.CLAIMED  # no supporting outcome: claimed again
     assert events(lesson, "lesson.restore").get().reason == "it was right after all"
@@ -132,7 +129,7 @@ def test_restore_and_edit_record_the_reason():
     edited = lesson_edit(
         lesson=restored,
         text="Run pytest from the repository root.",
-        actor=Actor(kind="person", label="user:bo"),
+        actor=person_actor("bo"),
         reason="clearer",
     )
     event = events(lesson, "lesson.edit").get()

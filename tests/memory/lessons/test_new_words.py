@@ -18,12 +18,11 @@ from memory.models import (
     LessonState,
     Outcome,
 )
+from tests.factories.identity import person_actor
 from tests.factories.knowledge import KnowledgeFactory
 from tests.factories.lessons import SHOP, LessonFactory, passed_payload
 
 pytestmark = pytest.mark.django_db
-
-PERSON = Actor(kind="person", label="user:ada")
 
 
 def _earned(harness, api) -> Lesson:
@@ -52,7 +51,9 @@ def test_a_persons_edit_keeps_what_the_old_words_earned(harness, api):
     lesson = _earned(harness, api)
     Lesson.objects.filter(pk=lesson.pk).update(pinned=True)
     lesson.refresh_from_db()
-    edited = lesson_edit(lesson=lesson, actor=PERSON, text="Run pytest at the repository root.")
+    edited = lesson_edit(
+        lesson=lesson, actor=person_actor("ada"), text="Run pytest at the repository root."
+    )
     assert (edited.state, edited.confidence, edited.pinned) == (
         LessonState.ACTIVE,
         pytest.approx(0.65),
@@ -89,7 +90,10 @@ def test_a_tokens_edit_never_lifts_a_contradicted_lesson(api):
 def test_a_persons_knowledge_edit_keeps_its_confidence(workspace):
     item = KnowledgeFactory(workspace=workspace, content="CI runs on Debian 12.", confidence=0.8)
     result = knowledge_update(
-        workspace=workspace, item_id=item.pk, actor=PERSON, changes={"content": "CI runs on 13."}
+        workspace=workspace,
+        item_id=item.pk,
+        actor=person_actor("ada"),
+        changes={"content": "CI runs on 13."},
     )
     new = Knowledge.objects.get(pk=result.item.pk)
     assert (new.confidence, new.source, new.channel) == (0.8, "user", "person")

@@ -9,6 +9,7 @@ from memory.core.actors import Actor
 from memory.lessons.lifecycle import lesson_restore, lesson_retire, lesson_text_normalize
 from memory.lessons.mechanical import lesson_learn_mechanical
 from memory.models import Lesson, LessonState, Outcome
+from tests.factories.identity import person_actor
 from tests.factories.lessons import (
     SHOP,
     fixed_payload,
@@ -56,9 +57,7 @@ def test_it_keeps_a_sealed_lesson_when_the_reverse_is_learned(harness):
 def test_it_never_relearns_a_person_retired_lesson_from_the_same_outcome(harness):
     body = post(harness, fixed_payload("pytest:tests/", "pytest:."))
     lesson = Lesson.objects.get(pk=body["lessons_created"][0])
-    lesson_retire(
-        lesson=lesson, actor=Actor(kind="person", label="user:alice"), reason="misleading"
-    )
+    lesson_retire(lesson=lesson, actor=person_actor("alice"), reason="misleading")
     outcome = Outcome.objects.get(pk=body["id"])
     assert (
         lesson_learn_mechanical(
@@ -70,7 +69,7 @@ def test_it_never_relearns_a_person_retired_lesson_from_the_same_outcome(harness
     # An agent's retirement does not carry that promise.
     body = post(harness, fixed_payload("npm:test", "npm:run-test"))
     lesson = Lesson.objects.get(pk=body["lessons_created"][0])
-    lesson_retire(lesson=lesson, actor=Actor(kind="agent", label="agent:x"))
+    lesson_retire(lesson=lesson, actor=Actor.for_agent(lesson.agent))
     learned = lesson_learn_mechanical(
         outcome=Outcome.objects.get(pk=body["id"]),
         failed_op="npm:test",
@@ -83,7 +82,7 @@ def test_it_never_relearns_a_person_retired_lesson_from_the_same_outcome(harness
 def test_it_restores_a_retired_lesson_for_a_person(harness):
     body = post(harness, fixed_payload("pytest:tests/", "pytest:."))
     lesson = Lesson.objects.get(pk=body["lessons_created"][0])
-    lesson_retire(lesson=lesson, actor=Actor(kind="person", label="user:alice"))
-    restored = lesson_restore(lesson=lesson, actor=Actor(kind="person", label="user:alice"))
+    lesson_retire(lesson=lesson, actor=person_actor("alice"))
+    restored = lesson_restore(lesson=lesson, actor=person_actor("alice"))
     assert (restored.state, restored.retired_by) == (LessonState.ACTIVE, "")
     assert served(harness, SHOP) == [lesson.pk]

@@ -23,16 +23,14 @@ from celery import Celery
 from django.conf import settings
 from django.db import transaction
 
-from memory.core.actors import Actor
 from memory.models import ConversationTurn, ErasureSelector, JobRun, Knowledge
 from memory.privacy.erasure import erasure_request
 from memory.privacy.exports import export_request
 from memory.privacy.selection import Selector
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 
 BASE = Path(__file__).resolve().parents[3]
 DB = "3"
-ACTOR = Actor(kind="person", label="user:admin")
 
 
 def _broker_url() -> str:
@@ -157,7 +155,7 @@ def test_kill_9_mid_erasure_resumes_and_the_receipt_counts_what_went(client_app)
             workspace=workspace,
             selector=Selector(kind="context", value="crash-erase"),
             confirm=workspace.name,
-            actor=ACTOR,
+            actor=person_actor("admin"),
         )
     )
     run = receipt.job_run
@@ -217,7 +215,9 @@ def test_kill_9_mid_export_resumes_and_the_file_equals_a_clean_export(client_app
     selector = Selector(kind="workspace", value=workspace.name)
 
     def request():
-        return export_request(workspace=workspace, selector=selector, fmt="jsonl", actor=ACTOR)
+        return export_request(
+            workspace=workspace, selector=selector, fmt="jsonl", actor=person_actor("admin")
+        )
 
     interrupted = _queued_without_sending(request)
     client_app.send_task("memory.tasks.export_run", args=[interrupted.pk])

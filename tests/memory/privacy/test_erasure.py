@@ -323,15 +323,16 @@ def test_it_erases_facts_learned_from_the_turns_of_an_erased_delta(populated):
     kept = bundle(agent=agent, name="k")
     # Learned from the same turn as the delta: goes with it, though it holds no marker.
     sibling, _ = fact_put(
+        channel="agent",
         workspace=workspace,
         agent=agent,
         namespace="priority_senders",
         key="sibling",
-        value={"email": "sibling@example.com"},
+        value="sibling@example.com",
         provenance=backed(
             agent,
             {"source": "user_instruction", "turns": [f"{erased.session}#1"]},
-            said="sibling@example.com",
+            said="Sibling is sibling@example.com.",
         ),
     )
     erasure_execute(workspace=workspace, selector=Selector(kind="text", value=marker))
@@ -348,6 +349,7 @@ def test_it_erases_umbrellas_proposed_from_erased_deltas(populated):
     agent = ready_agent(workspace, "umbrella")
     made = [
         delta_create(
+            channel="agent",
             agent=agent,
             skill_name="triage-inbox",
             kind="preference",

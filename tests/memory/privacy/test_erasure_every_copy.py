@@ -19,7 +19,7 @@ from memory.models import AuditEvent, ErasureReceipt, JobRun
 from memory.privacy.erasure import erasure_request
 from memory.privacy.selection import Selector
 from memory.skills.consent import delta_confirm_quarantined
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.lessons import LessonFactory
 from tests.factories.privacy import (
     EVERYTHING,
@@ -95,7 +95,7 @@ def test_erasure_leaves_the_text_in_no_reason_no_table_file_and_no_wal(celery_wo
         workspace=workspace,
         selector=Selector(kind="text", value=marker),
         confirm=workspace.name,
-        actor=Actor(kind="person", label="user:admin"),
+        actor=person_actor("admin"),
         reason=f"subject asked us to forget {marker}",
     )
     _wait_for(lambda: ErasureReceipt.objects.get(pk=receipt.pk).status in ("completed", "failed"))

@@ -7,7 +7,6 @@ import pytest
 from django.db import connection
 
 from cairn.errors import ApplicationError
-from memory.core.actors import Actor
 from memory.lessons.outcomes import outcome_record
 from memory.models import (
     AuditEvent,
@@ -18,7 +17,7 @@ from memory.models import (
     Outcome,
 )
 from memory.privacy.erasure import erasure_request, receipt_digest
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.lessons import check, step
 from tests.factories.privacy import (
     EVERYTHING,
@@ -65,7 +64,7 @@ def test_it_erases_in_a_real_worker_and_leaves_a_receipt_without_content(
         workspace=workspace,
         selector=_text(marker),
         confirm=workspace.name,
-        actor=Actor(kind="person", label="user:admin"),
+        actor=person_actor("admin"),
         reason="subject access request 42",
     )
     _wait_for(lambda: _finished(receipt))
@@ -150,7 +149,7 @@ def test_concurrent_ingestion_loses_nothing_that_was_not_selected(celery_worker_
             workspace=workspace,
             selector=_kind("context", "ctx-gone"),
             confirm=workspace.name,
-            actor=Actor(kind="person", label="user:admin"),
+            actor=person_actor("admin"),
         )
         _wait_for(lambda: _finished(receipt))
     finally:
@@ -181,7 +180,7 @@ def test_it_refuses_without_the_typed_workspace_name():
                 workspace=workspace,
                 selector=_text("abc"),
                 confirm=confirm,
-                actor=Actor(kind="person", label="user:a"),
+                actor=person_actor("a"),
             )
         assert "confirm" in caught.value.fields
     assert not ErasureReceipt.objects.exists()
@@ -195,7 +194,7 @@ def test_it_stores_no_content_selector_in_the_run_or_the_audit_log():
         workspace=workspace,
         selector=_kind("entity", "person:sarah_chen"),
         confirm=workspace.name,
-        actor=Actor(kind="person", label="user:a"),
+        actor=person_actor("a"),
     )
     run = JobRun.objects.get(pk=receipt.job_run_id)
     event = AuditEvent.objects.get(action="erasure.request")

@@ -117,15 +117,16 @@ def rich(workspace):
     from memory.skills.facts import fact_put
 
     fact_put(
+        channel="agent",
         workspace=workspace,
         agent=a,
         namespace="priority_senders",
         key="alpha-lead",
-        value={"email": "new-lead@alpha.example.com"},
+        value="new-lead@alpha.example.com",
         provenance=backed(
             a,
             {"source": "user_instruction", "turns": ["sess-alpha#9"]},
-            said="new-lead@alpha.example.com",
+            said="Alpha-lead is new-lead@alpha.example.com.",
         ),
     )
     token_issue(agent=a, scope="admin")
@@ -137,7 +138,7 @@ def test_it_round_trips_export_import_export(rich, tmp_path):
     path = tmp_path / "export.json"
     path.write_text(original)
     empty = WorkspaceFactory()
-    report = export_import(workspace=empty, path=path, actor=Actor(kind="system", label="test"))
+    report = export_import(workspace=empty, path=path, actor=Actor.system("test"))
     again = _export(empty)
     assert normalised(again) == normalised(original)
     assert report.rows["lessons"] == json.loads(original)["counts"]["lessons"]
@@ -155,7 +156,7 @@ def test_it_round_trips_through_jsonl(rich, tmp_path):
     path = tmp_path / "export.jsonl"
     path.write_text(_export(rich, fmt="jsonl"))
     empty = WorkspaceFactory()
-    export_import(workspace=empty, path=path, actor=Actor(kind="system", label="test"))
+    export_import(workspace=empty, path=path, actor=Actor.system("test"))
     assert normalised(_export(empty)) == normalised(original)
 
 
@@ -231,7 +232,7 @@ def test_it_imports_only_into_an_empty_workspace(rich, tmp_path):
     path = tmp_path / "export.json"
     path.write_text(_export(rich))
     with pytest.raises(ApplicationError) as caught:
-        export_import(workspace=rich, path=path, actor=Actor(kind="system", label="test"))
+        export_import(workspace=rich, path=path, actor=Actor.system("test"))
     assert caught.value.code == "workspace_not_empty"
 
 
@@ -239,9 +240,7 @@ def test_it_refuses_a_file_that_is_not_an_export(tmp_path):
     path = tmp_path / "x.json"
     path.write_text('{"hello": 1}')
     with pytest.raises(ApplicationError):
-        export_import(
-            workspace=WorkspaceFactory(), path=path, actor=Actor(kind="system", label="test")
-        )
+        export_import(workspace=WorkspaceFactory(), path=path, actor=Actor.system("test"))
 
 
 def test_it_recomputes_embeddings_on_import(workspace, tmp_path):
@@ -254,7 +253,7 @@ def test_it_recomputes_embeddings_on_import(workspace, tmp_path):
     path = tmp_path / "e.json"
     path.write_text(_export(workspace))
     empty = WorkspaceFactory()
-    export_import(workspace=empty, path=path, actor=Actor(kind="system", label="test"))
+    export_import(workspace=empty, path=path, actor=Actor.system("test"))
     copy = Knowledge.objects.get(workspace=empty)
     assert copy.embedding is not None and copy.embedding_model == item.embedding_model
 

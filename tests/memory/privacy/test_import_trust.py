@@ -9,18 +9,15 @@ import json
 
 import pytest
 
-from memory.core.actors import Actor
 from memory.models import Channel, LearnedFact, Lesson, SkillDelta
 from memory.privacy.exports import export_write
 from memory.privacy.imports import export_import
 from memory.privacy.selection import Selector
 from memory.privacy.signing import export_signing_key
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.privacy import bundle, ready_agent, workspace_ready
 
 pytestmark = pytest.mark.django_db
-
-ADMIN = Actor(kind="person", label="user:admin")
 
 
 @pytest.fixture
@@ -59,7 +56,7 @@ def _write(path, lines: list[dict]) -> None:
 
 
 def _import(path):
-    return export_import(workspace=WorkspaceFactory(), path=path, actor=ADMIN)
+    return export_import(workspace=WorkspaceFactory(), path=path, actor=person_actor("admin"))
 
 
 def _assert_claimed(report) -> None:

@@ -25,7 +25,7 @@ from tests.memory.skills.test_jobs import SAME
 
 pytestmark = pytest.mark.django_db
 
-ACTOR = Actor(kind="system", label="test")
+ACTOR = Actor.system("test")
 
 
 def _export_to(workspace, path, **selector):
@@ -70,6 +70,7 @@ def full(workspace):
     )
     for n, text in enumerate(SAME):
         delta_create(
+            channel="agent",
             agent=chat,
             skill_name="triage-inbox",
             kind="preference",

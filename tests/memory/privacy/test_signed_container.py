@@ -22,12 +22,10 @@ from memory.privacy.exports import export_write
 from memory.privacy.imports import export_import
 from memory.privacy.selection import Selector
 from memory.privacy.signing import export_open
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.privacy import bundle, ready_agent, workspace_ready
 
 pytestmark = pytest.mark.django_db
-
-ADMIN = Actor(kind="person", label="user:admin")
 
 
 def _export(workspace, fmt: str) -> bytes:
@@ -88,7 +86,7 @@ def _outcome(tmp_path, data: bytes, name: str = "variant.jsonl") -> str:
     path = tmp_path / name
     path.write_bytes(data)
     try:
-        report = export_import(workspace=WorkspaceFactory(), path=path, actor=ADMIN)
+        report = export_import(workspace=WorkspaceFactory(), path=path, actor=person_actor("admin"))
     except ApplicationError as exc:
         assert exc.fields and "file" in exc.fields, exc.message
         assert "Nothing was imported" in exc.message or "Not a" in exc.message, exc.message
@@ -105,7 +103,7 @@ def test_the_genuine_file_is_signed_and_keeps_its_rows(jsonl, json_doc, tmp_path
     for data, name in ((jsonl, "a.jsonl"), (json_doc, "a.json")):
         path = tmp_path / name
         path.write_bytes(data)
-        report = export_import(workspace=WorkspaceFactory(), path=path, actor=ADMIN)
+        report = export_import(workspace=WorkspaceFactory(), path=path, actor=person_actor("admin"))
         assert report.signed_by
         assert Lesson.objects.filter(workspace__name=report.workspace).exists()
 

@@ -16,17 +16,15 @@ import re
 import pytest
 from django.utils import timezone
 
-from memory.core.actors import Actor
 from memory.models import Knowledge, Outcome, SituationLesson
 from memory.privacy.exports import export_sections, export_write
 from memory.privacy.imports import export_import
 from memory.privacy.selection import Selector
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.privacy import bundle, ready_agent, workspace_ready
 
 pytestmark = pytest.mark.django_db
 
-ADMIN = Actor(kind="person", label="user:admin")
 
 #: What makes a column a trust field: who reported it, who protected or approved it,
 #: how far it is believed, whether and until when it is served.
@@ -96,7 +94,7 @@ def test_an_unsigned_file_brings_no_protection_no_blocker_and_no_collision(works
     lines = _unsigned_export(workspace)
     path = tmp_path / "unsigned.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    report = export_import(workspace=WorkspaceFactory(), path=path, actor=ADMIN)
+    report = export_import(workspace=WorkspaceFactory(), path=path, actor=person_actor("admin"))
     assert report.signed_by == ""
     target = report.workspace
     items = Knowledge.objects.filter(workspace__name=target)

@@ -4,11 +4,10 @@ import pytest
 from django.db import IntegrityError
 
 from cairn.errors import ApplicationError, NotFoundError
-from memory.core.actors import Actor
 from memory.lessons.lifecycle import lesson_edit
 from memory.models import AuditEvent, LessonState, RetiredBy, ReviewItem
 from memory.review.services import review_item_open, review_item_resolve
-from tests.factories.identity import WorkspaceFactory
+from tests.factories.identity import WorkspaceFactory, person_actor
 from tests.factories.lessons import KnowledgeFactory, LessonFactory
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +73,7 @@ def test_keep_a_retires_b_as_a_persons_decision(workspace, pair):
     resolved = review_item_resolve(
         item=item,
         resolution="keep_a",
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         reason="A was checked on staging",
     )
     assert (resolved.status, resolved.resolution, resolved.resolved_by) == (
@@ -90,9 +89,7 @@ def test_keep_a_retires_b_as_a_persons_decision(workspace, pair):
         "user:ada", "A was checked on staging", {"resolution": "keep_a"},
     )  # fmt: skip
     # A second click changes nothing.
-    review_item_resolve(
-        item=item, resolution="keep_b", actor=Actor(kind="person", label="user:bo"), reason="no"
-    )
+    review_item_resolve(item=item, resolution="keep_b", actor=person_actor("bo"), reason="no")
     a.refresh_from_db()
     assert a.state == LessonState.ACTIVE
     assert AuditEvent.objects.filter(action="review.resolve").count() == 1
@@ -101,13 +98,11 @@ def test_keep_a_retires_b_as_a_persons_decision(workspace, pair):
 def test_keep_b_retires_the_current_version_of_a(workspace, pair):
     a, b = pair
     item, _ = open_item(workspace, a, b)
-    edited = lesson_edit(
-        lesson=a, text="Run the suite from the root.", actor=Actor(kind="person", label="user:test")
-    )
+    edited = lesson_edit(lesson=a, text="Run the suite from the root.", actor=person_actor("test"))
     review_item_resolve(
         item=item,
         resolution="keep_b",
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         reason="B is right",
     )
     edited.refresh_from_db()
@@ -120,7 +115,7 @@ def test_keep_both_changes_neither(workspace, pair):
     review_item_resolve(
         item=item,
         resolution="keep_both",
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         reason="both hold",
     )
     a.refresh_from_db()
@@ -134,14 +129,12 @@ def test_keep_both_changes_neither(workspace, pair):
 def test_a_resolution_needs_a_reason_and_a_known_choice(workspace, pair):
     item, _ = open_item(workspace, *pair)
     with pytest.raises(ApplicationError):
-        review_item_resolve(
-            item=item, resolution="keep_a", actor=Actor(kind="person", label="user:ada"), reason=" "
-        )
+        review_item_resolve(item=item, resolution="keep_a", actor=person_actor("ada"), reason=" ")
     with pytest.raises(ApplicationError):
         review_item_resolve(
             item=item,
             resolution="flip_a_coin",
-            actor=Actor(kind="person", label="user:ada"),
+            actor=person_actor("ada"),
             reason="x",
         )
     item.refresh_from_db()
@@ -176,7 +169,7 @@ def test_keep_a_archives_a_knowledge_item_as_a_persons_decision(workspace):
     review_item_resolve(
         item=item,
         resolution="keep_a",
-        actor=Actor(kind="person", label="user:ada"),
+        actor=person_actor("ada"),
         reason="we moved",
     )
     sealed.refresh_from_db()

@@ -17,9 +17,7 @@ USER = {"source": "user_instruction", "turns": ["s1#1"]}
 @pytest.fixture
 def agent(workspace):
     agent = AgentFactory(workspace=workspace)
-    skill_register(
-        workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="test")
-    )
+    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor.system("test"))
     agent_tools_set(agent=agent, tools=EMAIL_TOOLS)
     return agent
 
@@ -28,6 +26,7 @@ def pref(
     agent, text="Escalate CFO threads after 48 hours.", provenance=USER, section="escalation", **kw
 ):
     return delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",
@@ -57,7 +56,7 @@ def test_a_workspace_admin_approves_in_the_django_admin(agent, workspace, client
     delta = pref(agent)
     foreign = WorkspaceFactory()
     foreign_agent = AgentFactory(workspace=foreign)
-    skill_register(workspace=foreign, skill_md=skill_md(), actor=Actor(kind="system", label="t"))
+    skill_register(workspace=foreign, skill_md=skill_md(), actor=Actor.system("t"))
     hidden = pref(foreign_agent)
     admin_user = reviewer(workspace, role=Role.ADMIN)
     client.force_login(admin_user)

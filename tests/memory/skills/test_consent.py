@@ -40,9 +40,7 @@ OBSERVED = {"source": "observed_content", "turns": ["s1#3"]}
 @pytest.fixture
 def agent(workspace):
     agent = AgentFactory(workspace=workspace)
-    skill_register(
-        workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="test")
-    )
+    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor.system("test"))
     agent_tools_set(agent=agent, tools=EMAIL_TOOLS)
     return agent
 
@@ -51,6 +49,7 @@ def pref(
     agent, text="Escalate CFO threads after 48 hours.", provenance=USER, section="escalation", **kw
 ):
     return delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",
@@ -199,7 +198,7 @@ def test_a_changed_body_orphans_every_attached_delta_visibly(agent, workspace):
     result = skill_register(
         workspace=workspace,
         skill_md=skill_md(version="2.0.0", body=TRIAGE_BODY + "\n## Filing\nFile receipts.\n"),
-        actor=Actor(kind="system", label="test"),
+        actor=Actor.system("test"),
     )
     assert result.orphaned == 3
     statuses = dict(SkillDelta.objects.values_list("pk", "status"))
@@ -224,7 +223,7 @@ def test_a_whitespace_only_version_does_not_orphan(agent, workspace):
     result = skill_register(
         workspace=workspace,
         skill_md=skill_md(version="1.0.1", body=spaced),
-        actor=Actor(kind="system", label="t"),
+        actor=Actor.system("t"),
     )
     assert result.orphaned == 0
     delta.refresh_from_db()
@@ -238,7 +237,7 @@ def test_a_new_local_capability_orphans_too(agent, workspace):
     skill_register(
         workspace=workspace,
         skill_md=skill_md(version="1.0.1", permissions=("'shell:execute:git'",)),
-        actor=Actor(kind="system", label="t"),
+        actor=Actor.system("t"),
     )
     assert SkillDelta.objects.get(pk=delta.pk).status == "orphaned"
 
@@ -264,7 +263,7 @@ def test_bulk_reapprove_reanchors_and_flags_stale(agent, workspace):
     skill_register(
         workspace=workspace,
         skill_md=skill_md(version="2.0.0", body=new_body),
-        actor=Actor(kind="system", label="t"),
+        actor=Actor.system("t"),
     )
     assert SkillDelta.objects.filter(status="orphaned").count() == 5
     result = delta_reapprove(
@@ -294,7 +293,7 @@ def test_a_staged_delta_on_an_old_base_cannot_be_approved(agent, workspace):
     skill_register(
         workspace=workspace,
         skill_md=skill_md(version="2", body="\n## Other\nx\n"),
-        actor=Actor(kind="system", label="t"),
+        actor=Actor.system("t"),
     )
     with pytest.raises(ApplicationError) as refused:
         delta_approve(delta=delta, actor=Actor.for_user(reviewer(workspace)), reason="ok")
@@ -313,6 +312,7 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
     pref(agent, provenance=EVIDENCE, text="b", scope="thin")
     samples(agent, "thin", 4, negatives=1)
     delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="tool-hint",
@@ -321,12 +321,13 @@ def test_kpis_and_the_evidence_invariant(agent, workspace):
         provenance=backed(agent, USER, said="pre_scan_inbox"),
     )
     delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="fact",
         anchor=None,
         payload={"namespace": "priority_senders", "key": "cfo@x.example", "value": True},
-        provenance=backed(agent, USER, said="cfo@x.example"),
+        provenance=backed(agent, USER, said="cfo@x.example is true."),
     )
     kpis = skill_kpis(workspace=workspace)
     assert kpis["deltas_by_tier_status"] == {"1": {"staged": 1}, "3": {"active": 1, "staged": 1}}
@@ -356,7 +357,7 @@ def test_deleting_a_workspace_removes_its_skill_rows(agent, workspace):
     skill_register(
         workspace=workspace,
         skill_md=skill_md(version="2", body="\n## X\ny\n"),
-        actor=Actor(kind="system", label="t"),
+        actor=Actor.system("t"),
     )
     harness_feedback(agent=agent, action_type="a", scope="s", positive=True)
     workspace.delete()

@@ -216,7 +216,7 @@ def test_orphans_do_not_apply_and_stale_reapprovals_are_flagged(ready):
     skill_register(
         workspace=workspace,
         skill_md=skill_md(version="2.0.0", body=new_body),
-        actor=Actor(kind="system", label="t"),
+        actor=Actor.system("t"),
     )
     orphaned = effective(ready)
     assert orphaned["text"] == new_body

@@ -27,15 +27,14 @@ SAME = [
 def setup_agent(workspace=None):
     workspace = workspace or WorkspaceFactory()
     agent = AgentFactory(workspace=workspace)
-    skill_register(
-        workspace=workspace, skill_md=skill_md(), actor=Actor(kind="system", label="test")
-    )
+    skill_register(workspace=workspace, skill_md=skill_md(), actor=Actor.system("test"))
     agent_tools_set(agent=agent, tools=EMAIL_TOOLS)
     return agent
 
 
 def active(agent, text, section="drafting-replies", person=None):
     delta = delta_create(
+        channel="agent",
         agent=agent,
         skill_name="triage-inbox",
         kind="preference",
