@@ -113,8 +113,10 @@ CAIRN_TURN_SESSION_TEMPERATURE = envfloat("CAIRN_TURN_SESSION_TEMPERATURE", 0.2)
 CAIRN_TURN_SESSION_COVERAGE = envfloat("CAIRN_TURN_SESSION_COVERAGE", 0.4)
 # ... all counted among this many of the best turns, whatever page is asked (turn_search.py).
 CAIRN_TURN_SESSION_DEPTH = envint("CAIRN_TURN_SESSION_DEPTH", 50)
-# Coverage across sessions (turn_search.py, turns_diversified): among the best POOL turns,
-# each further turn of a session already listed keeps (1 - DIVERSITY)^k of its relevance.
+# Coverage across sessions for group=session (turn_search.py, turns_diversified): among the
+# best POOL turns, each further turn of a listed session keeps (1 - DIVERSITY)^k of its
+# relevance before sessions are scored (tune half: grouped session@5 0.933 -> 0.947; turn
+# lists stay undiversified: turn@5 fell 0.760 -> 0.640 with it).
 CAIRN_TURN_SESSION_DIVERSITY = envfloat("CAIRN_TURN_SESSION_DIVERSITY", 0.3)
 CAIRN_TURN_DIVERSITY_POOL = envint("CAIRN_TURN_DIVERSITY_POOL", 100)
 # Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.
