@@ -503,6 +503,7 @@ def bench(limit: int | None, quick: bool, only: str = "") -> dict:
 # Switched off one at a time, on the configured ranking (time window: the lift of the
 # period a question names, read at as_of; diversity: coverage across sessions).
 HALVES_VARIANTS = [
+    # The session diversity applies to group=session only (turn lists lost with it).
     ("time window and diversity on (the default)", {}, ALL_ENDPOINTS, True),
     ("diversity off", {"CAIRN_TURN_SESSION_DIVERSITY": 0.0}, ("conversations", "sessions"), True),
     ("time window off", {"CAIRN_TURN_TIME_BOOST": 0.0}, ("conversations", "sessions"), True),
