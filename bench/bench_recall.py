@@ -21,6 +21,7 @@ repository root, services running)::
 
     .venv/bin/python bench/bench_recall.py            # every variant
     .venv/bin/python bench/bench_recall.py --quick    # 3 conversations, fewer variants
+    .venv/bin/python bench/bench_recall.py --halves   # issue 54: tune/report halves
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ def _locomo(limit: int | None):
         data = data[:limit]
     conversations, questions = [], []
     report = {"empty_evidence": 0, "unresolved_ids": 0, "dropped_items": 0}
-    for sample in data:
+    for index, sample in enumerate(data):
         conv = sample["conversation"]
         speakers = {conv["speaker_a"]: "user", conv["speaker_b"]: "assistant"}
         sessions, known = [], set()
@@ -290,6 +291,10 @@ def _locomo(limit: int | None):
                 continue
             questions.append(
                 {
+                    # Asked when the conversation is over: its last session's time.
+                    "as_of": (start + timedelta(days=1)).isoformat(),
+                    # Even conversations (0, 2, …) tune, odd ones report (issue 54).
+                    "half": "tune" if index % 2 == 0 else "report",
                     "context": f"locomo:{sample['sample_id']}",
                     "sample_id": sample["sample_id"],
                     "question": qa["question"],
@@ -342,15 +347,22 @@ def _ingest(client, conversations) -> tuple[dict[int, str], dict]:
 # --------------------------------------------------------------------------- asking
 
 
-def _ask(client, endpoint: str, q: dict) -> tuple[list[int], list[str]]:
+def _ask(client, endpoint: str, q: dict, limit: int = 5) -> tuple[list[int], list[str]]:
     """(turn ids in rank order, session ids in rank order) of one question."""
+    as_of = {"as_of": q["as_of"]} if q.get("as_of") else {}
     if endpoint == "recall":
-        body = {"query": q["question"], "top_k": 5, "context": q["context"], "sources": "turns"}
+        body = {
+            "query": q["question"],
+            "top_k": limit,
+            "context": q["context"],
+            "sources": "turns",
+            **as_of,
+        }
         response = client.post(
             "/api/v1/recall/", data=json.dumps(body), content_type="application/json"
         )
     else:
-        params = {"q": q["question"][:500], "context": q["context"], "limit": 5}
+        params = {"q": q["question"][:500], "context": q["context"], "limit": limit, **as_of}
         if endpoint == "sessions":
             params["group"] = "session"
         response = client.get("/api/v1/conversations/search/", params)
@@ -484,6 +496,164 @@ def bench(limit: int | None, quick: bool, only: str = "") -> dict:
         "ingest": ingest,
         "results": results,
     }
+
+
+# --------------------------------------------------------------------------- issue 54
+
+# Switched off one at a time, on the configured ranking (time window: the lift of the
+# period a question names, read at as_of; diversity: coverage across sessions).
+HALVES_VARIANTS = [
+    # The session diversity applies to group=session only (turn lists lost with it).
+    ("time window and diversity on (the default)", {}, ALL_ENDPOINTS, True),
+    ("diversity off", {"CAIRN_TURN_SESSION_DIVERSITY": 0.0}, ("conversations", "sessions"), True),
+    ("time window off", {"CAIRN_TURN_TIME_BOOST": 0.0}, ("conversations", "sessions"), True),
+    (
+        "time window and diversity off",
+        {"CAIRN_TURN_TIME_BOOST": 0.0, "CAIRN_TURN_SESSION_DIVERSITY": 0.0},
+        ("conversations", "sessions"),
+        True,
+    ),
+    ("as_of not sent (the server's now)", {}, ("conversations", "sessions"), False),
+]
+# The conversations the limit check asks (issue 54 counted 61 of their 233 questions).
+STABILITY_CONVERSATIONS = ("conv-26", "conv-30")
+STABILITY_PAGES = {"conversations": (5, 200), "sessions": (5, 50), "recall": (5, 50)}
+
+
+def _stability(client, questions) -> dict:
+    """Questions whose first five depend on the page size, per endpoint."""
+    out = {}
+    for endpoint, (small, large) in STABILITY_PAGES.items():
+        differing = []
+        for q in questions:
+            few = _ask(client, endpoint, q, limit=small)
+            many = _ask(client, endpoint, q, limit=large)
+            key = 1 if endpoint == "sessions" else 0
+            if few[key][:small] != many[key][:small]:
+                differing.append(q["question"])
+        out[endpoint] = {"questions": len(questions), "differing": len(differing),
+                         "examples": differing[:5]}  # fmt: skip
+    return out
+
+
+def _write_halves(results: dict) -> str:
+    out = common.RESULTS / "recall-halves"
+    out.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    text = report_halves(results)
+    out.with_suffix(".md").write_text(text + "\n")
+    return text
+
+
+def bench_halves(limit: int | None, only: str = "", results: dict | None = None) -> dict:
+    """Every variant of HALVES_VARIANTS on both halves, then the page-size check; the
+    result files are rewritten after each step, so a run cut short keeps what it did."""
+    from django.test import override_settings
+    from tqdm import tqdm
+
+    conversations, questions, report = _locomo(limit)
+    client = _client("bench-recall-halves")
+    dia_of, timing = _ingest(client, conversations)
+    print(f"ingested: {timing}", flush=True)
+    out = results if results is not None else {}
+    out.update(
+        {
+            "conversations": len(conversations),
+            "turns": sum(len(s["turns"]) for c in conversations for s in c["sessions"]),
+            "questions": {h: sum(q["half"] == h for q in questions) for h in ("tune", "report")},
+            "data_report": report,
+            "ingest": timing,
+            "results": [],
+        }
+    )
+    results = out["results"]
+    # The page-size check first (issue 54's first target), on the configured ranking.
+    picked = [q for q in questions if q["sample_id"] in STABILITY_CONVERSATIONS]
+    stability = _stability(client, tqdm(picked, desc="page sizes", mininterval=10))
+    print(f"  top 5 depending on the page size: {stability}", flush=True)
+    out.update({"stability": stability, "stability_questions": len(picked)})
+    _write_halves(out)
+    variants = [v for v in HALVES_VARIANTS if not only or any(p in v[0] for p in only.split("|"))]
+    for name, overrides, endpoints, with_as_of in variants:
+        row: dict = {"variant": name, "settings": overrides, "as_of": with_as_of}
+        with override_settings(**overrides):
+            for half in ("tune", "report"):
+                asked = [
+                    q if with_as_of else {k: v for k, v in q.items() if k != "as_of"}
+                    for q in questions
+                    if q["half"] == half
+                ]
+                row[half] = {
+                    endpoint: _score(
+                        client,
+                        endpoint,
+                        tqdm(asked, desc=f"{name[:24]} {half} {endpoint}", mininterval=10),
+                        dia_of,
+                    )  # fmt: skip
+                    for endpoint in endpoints
+                }
+        results.append(row)
+        _write_halves(out)
+        for half in ("tune", "report"):
+            c, g = row[half]["conversations"], row[half]["sessions"]
+            print(
+                f"  {name:44s} {half:6s} turn@5 {c['turn_any_at_5']:.3f} "
+                f"grouped session@5 {g['session_any_at_5']:.3f} "
+                f"temporal turn@5 {c['by_category']['2 temporal']['turn_any_at_5']:.3f}",
+                flush=True,
+            )
+    return out
+
+
+def report_halves(results: dict) -> str:
+    machine = results["machine"]
+    lines = [
+        "# Conversation recall on LoCoMo, by half (issue 54)",
+        "",
+        f"{results['turns']} turns in {results['conversations']} conversations, through the "
+        "API. Even conversations (conv-26, 41, 43, 47, 49) tune, odd ones (conv-30, 42, 44, "
+        f"48, 50) report: {results['questions']['tune']} and {results['questions']['report']} "
+        "questions of categories 1–4. Each question is asked `as_of` the day after its "
+        "conversation's last session. turn@5: an evidence turn among the first 5 hits of "
+        "`conversations/search/`; grouped session@5: an evidence session among the first 5 "
+        "of `group=session`; temporal and multi-hop: category 2 and 1, turn@5.",
+        "",
+        "| variant | half | turn@5 | recall turn@5 | session@5 (turns) | grouped session@5 "
+        "| multi-hop turn@5 | multi-hop grouped@5 | temporal turn@5 | p50 ms |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results["results"]:
+        for half in ("report", "tune"):
+            c, g = r[half]["conversations"], r[half]["sessions"]
+            rc = r[half].get("recall", {}).get("turn_any_at_5")
+            cat = c["by_category"]
+            lines.append(
+                f"| {r['variant']} | {half} | {c['turn_any_at_5']:.3f} | {_f(rc)} "
+                f"| {c['session_any_at_5']:.3f} | {g['session_any_at_5']:.3f} "
+                f"| {cat['1 multi-hop']['turn_any_at_5']:.3f} "
+                f"| {g['by_category']['1 multi-hop']['session_any_at_5']:.3f} "
+                f"| {cat['2 temporal']['turn_any_at_5']:.3f} "
+                f"| {c['latency_ms']['p50_ms']:.0f} |"
+            )
+    if "stability" not in results:
+        return "\n".join(lines)
+    lines += [
+        "",
+        f"Top 5 that depend on the page size ({results['stability_questions']} questions of "
+        f"{', '.join(STABILITY_CONVERSATIONS)}; 5 against 200 turns, 5 against 50 sessions, "
+        "top_k 5 against 50 for `/recall/` with `sources=turns`):",
+        "",
+    ]
+    for endpoint, got in results["stability"].items():
+        lines.append(f"- {endpoint}: {got['differing']} of {got['questions']}")
+    lines += [
+        "",
+        f"Ingestion: {results['ingest']['turns']} turns in {results['ingest']['seconds']} s. "
+        f"Measured at load average {machine['load_average_at_start']} on {machine['cpus']} "
+        f"cores (commit {machine['commit']}): latencies are not a claim.",
+        "",
+        f"Data: {results['data_report']}",
+    ]
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- output
@@ -634,6 +804,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--merge", action="store_true", help="replace/add these variants' rows in the .json"
     )
+    parser.add_argument(
+        "--halves",
+        action="store_true",
+        help="issue 54: both halves, time window and diversity on and off, and the "
+        "page-size check (bench/results/recall-halves.*)",
+    )
     args = parser.parse_args(argv)
     if args.render:
         import os
@@ -649,6 +825,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     common.setup_django()
     results: dict = {"machine": common.machine()}
+    if args.halves:
+        try:
+            bench_halves(args.conversations, args.only, results)
+        finally:
+            if not args.keep_db:
+                common.drop_database()
+        print("\n" + _write_halves(results))
+        return 0
     try:
         results.update(
             bench(args.conversations or (3 if args.quick else None), args.quick, args.only)

@@ -78,9 +78,9 @@ CAIRN_RECALL_CONFIDENCE_WEIGHT = envfloat("CAIRN_RECALL_CONFIDENCE_WEIGHT", 0.05
 # Adaptive top_k by query complexity (memory/selectors/knowledge.py: recall_default_top_k).
 CAIRN_RECALL_TOP_K_SIMPLE, CAIRN_RECALL_TOP_K_DEFAULT, CAIRN_RECALL_TOP_K_COMPLEX = 3, 5, 10
 CAIRN_RECALL_TOP_K_MAX = 50
-# Each candidate list holds max(top_k × factor, minimum) rows before fusion.
-CAIRN_RECALL_CANDIDATE_FACTOR = 4
-CAIRN_RECALL_CANDIDATE_MIN = 20
+# Knowledge recall: every list holds this many rows whatever top_k (≤ it) is asked, so a
+# smaller top_k gives the first rows of a larger one (issue 54); = the HNSW ef_search.
+CAIRN_RECALL_CANDIDATE_MIN = 100
 # HNSW search breadth (raised to the candidate count when that is larger) and
 # pgvector 0.8 iterative scans, so tight filters do not starve the vector list.
 CAIRN_RECALL_EF_SEARCH = envint("CAIRN_RECALL_EF_SEARCH", 100)
@@ -113,7 +113,7 @@ CAIRN_TURN_TEXT_SCORING = envstr("CAIRN_TURN_TEXT_SCORING", "bm25")  # | ts_rank
 CAIRN_TURN_FUSION = envstr("CAIRN_TURN_FUSION", "score")  # | minmax | rrf (turn_search.py)
 CAIRN_TURN_VECTOR_WEIGHT = envfloat("CAIRN_TURN_VECTOR_WEIGHT", 0.4)
 CAIRN_TURN_TEXT_WEIGHT = envfloat("CAIRN_TURN_TEXT_WEIGHT", 0.6)
-CAIRN_TURN_CANDIDATE_MIN = envint("CAIRN_TURN_CANDIDATE_MIN", 50)  # per list, before fusion
+CAIRN_TURN_CANDIDATE_MIN = envint("CAIRN_TURN_CANDIDATE_MIN", 100)  # per list, any page size
 CAIRN_TURN_VECTOR_MIN_SIMILARITY = envfloat("CAIRN_TURN_VECTOR_MIN_SIMILARITY", 0.2)  # vector-only
 CAIRN_TURN_BM25_K1, CAIRN_TURN_BM25_B = 1.2, 0.75
 CAIRN_TURN_BM25_DF_CAP = envint("CAIRN_TURN_BM25_DF_CAP", 5000)
@@ -129,6 +129,12 @@ CAIRN_TURN_SESSION_TEMPERATURE = envfloat("CAIRN_TURN_SESSION_TEMPERATURE", 0.2)
 CAIRN_TURN_SESSION_COVERAGE = envfloat("CAIRN_TURN_SESSION_COVERAGE", 0.4)
 # ... all counted among this many of the best turns, whatever page is asked (turn_search.py).
 CAIRN_TURN_SESSION_DEPTH = envint("CAIRN_TURN_SESSION_DEPTH", 50)
+# Coverage across sessions for group=session (turn_search.py, turns_diversified): among the
+# best POOL turns, each further turn of a listed session keeps (1 - DIVERSITY)^k of its
+# relevance before sessions are scored (tune half: grouped session@5 0.933 -> 0.947; turn
+# lists stay undiversified: turn@5 fell 0.760 -> 0.640 with it).
+CAIRN_TURN_SESSION_DIVERSITY = envfloat("CAIRN_TURN_SESSION_DIVERSITY", 0.3)
+CAIRN_TURN_DIVERSITY_POOL = envint("CAIRN_TURN_DIVERSITY_POOL", 100)
 # Optional reranker of the best fused turns (memory/knowledge/rerank.py); off when unset.
 CAIRN_RERANK_URL = envstr("CAIRN_RERANK_URL", "")
 CAIRN_RERANK_MODEL = envstr("CAIRN_RERANK_MODEL", "")

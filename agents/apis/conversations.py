@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiResponse,
@@ -30,6 +31,7 @@ from agents.apis.common import (
     validated,
     validated_list,
 )
+from agents.apis.recall import TimeWindowOut, as_of_field, time_window_body
 from memory.knowledge.conversations import turn_store, turns_store_many
 from memory.knowledge.selectors import turns_list
 from memory.knowledge.turn_search import NEIGHBOURS_MAX, conversation_search
@@ -252,6 +254,7 @@ class ConversationSearchParams(PageParams):
         max_value=NEIGHBOURS_MAX,
         help_text="Include this many turns before and after each hit (`neighbours` field).",
     )
+    as_of = as_of_field()
 
 
 class NeighbourTurnOut(serializers.Serializer):
@@ -321,6 +324,11 @@ class ConversationSearchApi(APIView):
                     "offset": serializers.IntegerField(),
                     "next_offset": serializers.IntegerField(allow_null=True),
                     "mode": serializers.ChoiceField(choices=["all", "any"]),
+                    "time_window": TimeWindowOut(
+                        allow_null=True,
+                        help_text="The period the query names, read at `as_of`; null when "
+                        "it names none.",
+                    ),
                     "results": ConversationHitOut(many=True),
                     "sessions": ConversationSessionOut(
                         many=True, required=False, help_text="With `group=session` only."
@@ -334,7 +342,9 @@ class ConversationSearchApi(APIView):
     def get(self, request):
         params = ConversationSearchParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        result = conversation_search(workspace=request_workspace(request), **params.validated_data)
+        query = dict(params.validated_data)
+        as_of = query.pop("as_of", None) or timezone.now()
+        result = conversation_search(workspace=request_workspace(request), as_of=as_of, **query)
         page = result.page
         context = {"neighbours": params.validated_data["neighbours"]}
         if result.sessions is not None:
@@ -346,4 +356,5 @@ class ConversationSearchApi(APIView):
         else:
             body = page_body(page, ConversationHitOut(page.items, many=True, context=context).data)
         body["mode"] = result.mode
+        body["time_window"] = time_window_body(result.window, as_of)
         return Response(body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiExample,
     PolymorphicProxySerializer,
@@ -27,6 +28,30 @@ from agents.apis.common import (
 from agents.apis.knowledge import KnowledgeItemFields
 from memory.knowledge.recall_sources import SOURCES, recall_sources
 from memory.models import CONTENT_MAX_CHARS, Category
+
+
+def as_of_field() -> serializers.DateTimeField:
+    return serializers.DateTimeField(
+        required=False,
+        help_text="When the question is asked (default: now). Words about time in the query "
+        '("yesterday", "a couple of days ago", "10 days ago", "last Tuesday", "in March") are '
+        "read against it into a soft window (`time_window` in the answer): what was said or "
+        "observed within it ranks higher; nothing is filtered out.",
+    )
+
+
+class TimeWindowOut(serializers.Serializer):
+    expression = serializers.CharField(help_text="The words of the query it was read from.")
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField(help_text="Exclusive.")
+    as_of = serializers.DateTimeField(help_text="The time it was read against.")
+
+
+def time_window_body(window, as_of) -> dict | None:
+    """The ``time_window`` of an answer: the soft window and what it was read at."""
+    if window is None:
+        return None
+    return TimeWindowOut({**window.as_dict(), "as_of": as_of}).data
 
 
 class RecallIn(StrictSerializer):
@@ -63,6 +88,7 @@ class RecallIn(StrictSerializer):
     incognito = serializers.BooleanField(
         required=False, default=False, help_text=INCOGNITO_READ_HELP
     )
+    as_of = as_of_field()
 
 
 class RecallHitOut(KnowledgeItemFields):
@@ -81,7 +107,10 @@ class RecallHitOut(KnowledgeItemFields):
         help_text="Reciprocal-rank fusion w_vec/(60+vector_rank) + w_text/(60+text_rank), "
         "scaled so that rank 1 in both lists is 1.0."
     )
-    score = serializers.FloatField(help_text="relevance + 0.05 × confidence")
+    score = serializers.FloatField(
+        help_text="relevance + 0.05 × confidence, + CAIRN_TURN_TIME_BOOST when observed "
+        "within `time_window`"
+    )
     kind = serializers.ChoiceField(
         choices=["knowledge"], help_text="`knowledge`: an item of the knowledge store."
     )
@@ -112,7 +141,7 @@ def _hit_body(mixed) -> dict:
     if mixed.kind == "turn":
         fields = {**vars(mixed.hit), "kind": "turn", "source": "turn", "score": mixed.score}
         return RecallTurnHitOut(fields).data
-    return RecallHitOut({**vars(mixed.hit), "kind": "knowledge"}).data
+    return RecallHitOut({**vars(mixed.hit), "kind": "knowledge", "score": mixed.score}).data
 
 
 class RecallApi(APIView):
@@ -136,6 +165,11 @@ class RecallApi(APIView):
                 {
                     "query": serializers.CharField(),
                     "top_k": serializers.IntegerField(),
+                    "time_window": TimeWindowOut(
+                        allow_null=True,
+                        help_text="The period the query names, read at `as_of`; null when "
+                        "it names none.",
+                    ),
                     "results": PolymorphicProxySerializer(
                         component_name="RecallResult",
                         serializers=[RecallHitOut, RecallTurnHitOut],
@@ -151,18 +185,31 @@ class RecallApi(APIView):
                 "When does Sarah like to meet?",
                 value={"query": "when does Sarah like to meet?", "context": "work"},
                 request_only=True,
-            )
+            ),
+            OpenApiExample(
+                "A question about time",
+                value={
+                    "query": "what did I cook for my friend a couple of days ago?",
+                    "sources": "both",
+                    "as_of": "2023-05-30T18:00:00Z",
+                },
+                request_only=True,
+            ),
         ],
         tags=[TAG_KNOWLEDGE],
     )
     def post(self, request):
         data = validated(RecallIn, request.data)
         incognito = data.pop("incognito")
-        result = recall_sources(workspace=request_workspace(request), record=not incognito, **data)
+        as_of = data.pop("as_of", None) or timezone.now()
+        result = recall_sources(
+            workspace=request_workspace(request), record=not incognito, as_of=as_of, **data
+        )
         return Response(
             {
                 "query": data["query"],
                 "top_k": result.top_k,
+                "time_window": time_window_body(result.window, as_of),
                 "results": [_hit_body(hit) for hit in result.hits],
             }
         )

@@ -335,7 +335,12 @@ def recall_sql_params(*, w_vec: float, w_text: float, rrf_k: int, text_gate: boo
 
 
 def candidate_count(top_k: int) -> int:
-    return max(top_k * settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_RECALL_CANDIDATE_MIN)
+    """Rows per candidate list: a fixed depth, the same for every ``top_k`` the API
+    allows, so the first k results are the same whatever ``top_k`` ≥ k is asked
+    (issue 54: the min-max scaling of the vector side, and who is a candidate at
+    all, depended on ``top_k`` when the depth grew with it). Only a ``top_k``
+    deeper than that (the review UI's longest page) goes deeper."""
+    return max(settings.CAIRN_RECALL_CANDIDATE_MIN, top_k)
 
 
 def knowledge_search(

@@ -6,12 +6,21 @@ both on one scale (``relevance`` 1.0 = first in both of its lists), so the two
 lists merge by score into one ranking: a knowledge item's score is its relevance
 plus 0.05 × confidence, a turn's its relevance. Only knowledge items get their
 use counts refreshed.
+
+A period the query names ("yesterday", "10 days ago", "in March 2023"), read at
+``as_of`` (memory/knowledge/time_words.py), lifts the turns said and the items
+observed within it by ``CAIRN_TURN_TIME_BOOST``: a soft window, never a filter. For
+knowledge the lift re-orders the best ``CAIRN_RECALL_TOP_K_MAX`` items, a fixed
+prefix of its ranking, so any ``top_k`` gives the first rows of a larger one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+
+from django.conf import settings
+from django.utils import timezone
 
 from memory.core.validation import bad_request, check_text
 from memory.knowledge.recall import (
@@ -20,6 +29,7 @@ from memory.knowledge.recall import (
     knowledge_search,
     recall_top_k_and_vector,
 )
+from memory.knowledge.time_words import TimeWindow, query_time_window
 from memory.knowledge.turn_search import TurnHit, turn_search
 from memory.models import CONTENT_MAX_CHARS, Workspace
 
@@ -37,6 +47,7 @@ class MixedHit:
 class MixedRecallResult:
     top_k: int
     hits: list[MixedHit]
+    window: TimeWindow | None = None
 
 
 def recall_sources(
@@ -53,10 +64,12 @@ def recall_sources(
     time_to: datetime | None = None,
     include_sensitive: bool = False,
     now: datetime | None = None,
+    as_of: datetime | None = None,
     record: bool = True,
 ) -> MixedRecallResult:
     """Recall from ``sources`` (knowledge, turns or both), one ranked list. ``record``:
-    mark the knowledge items returned as used (an incognito read records nothing)."""
+    mark the knowledge items returned as used (an incognito read records nothing).
+    ``as_of``: when the question is asked (default now), for the words about time."""
     if sources not in SOURCES:
         raise bad_request("sources", f"must be one of {', '.join(SOURCES)}")
     query = check_text("query", query, max_chars=CONTENT_MAX_CHARS, allow_blank=False)
@@ -65,21 +78,33 @@ def recall_sources(
             if value is not None:
                 raise bad_request(name, "filters knowledge items only; use sources=knowledge")
     top_k, vector = recall_top_k_and_vector(query=query, top_k=top_k, embedding=embedding)
+    window = query_time_window(query, now=as_of or now or timezone.now())
+    lift = float(settings.CAIRN_TURN_TIME_BOOST) if window else 0.0
     hits: list[MixedHit] = []
     if sources in ("knowledge", "both"):
-        for hit in knowledge_search(
+        found = knowledge_search(
             workspace=workspace,
             query=query,
             query_embedding=vector,
-            top_k=top_k,
+            top_k=settings.CAIRN_RECALL_TOP_K_MAX if lift else top_k,
             context=context,
             category=category,
             entity=entity,
             time_from=time_from,
             time_to=time_to,
             include_sensitive=include_sensitive,
-        ):
-            hits.append(MixedHit(kind="knowledge", hit=hit, score=hit.score))
+        )
+        ranked = [
+            MixedHit(
+                kind="knowledge",
+                hit=hit,
+                score=hit.score
+                + (lift if window and window.start <= hit.observed_at < window.end else 0.0),
+            )
+            for hit in found
+        ]
+        ranked.sort(key=lambda h: -h.score)  # stable: the store's order within equal scores
+        hits += ranked[:top_k]
     if sources in ("turns", "both"):
         found = turn_search(
             workspace=workspace,
@@ -90,12 +115,12 @@ def recall_sources(
             context_or_global=True,
             time_from=time_from,
             time_to=time_to,
+            as_of=as_of or now,
         )
         # A reranker may have reordered the turns: they keep its order, on the scale
-        # of the fused relevances (the i-th turn gets the i-th best relevance).
-        scale = sorted((h.relevance for h in found.hits), reverse=True)
-        for hit, score in zip(found.hits, scale, strict=True):
-            hits.append(MixedHit(kind="turn", hit=hit, score=score))
+        # of the fused relevances (turn_search gives each its ``score``).
+        for hit in found.hits:
+            hits.append(MixedHit(kind="turn", hit=hit, score=hit.score))
     # Stable: within equal scores, the order each store gave stands.
     hits.sort(key=lambda h: -h.score)
     hits = hits[:top_k]
@@ -105,4 +130,4 @@ def recall_sources(
             item_ids=[h.hit.id for h in hits if h.kind == "knowledge"],
             now=now,
         )
-    return MixedRecallResult(top_k=top_k, hits=hits)
+    return MixedRecallResult(top_k=top_k, hits=hits, window=window)

@@ -59,7 +59,7 @@ from memory.knowledge.answer_kind import TRAILING_ASIDE_SQL, answer_pattern
 from memory.knowledge.bm25 import bm25_params
 from memory.knowledge.rerank import rerank_scores
 from memory.knowledge.selectors import SNIPPET_OPTIONS, Page, any_word_query, page_size
-from memory.knowledge.time_words import query_time_window
+from memory.knowledge.time_words import TimeWindow, query_time_window
 from memory.knowledge.turn_sql import (
     NEGATED,
     query_entities,
@@ -95,6 +95,9 @@ class TurnHit:
     text_rank: int | None
     relevance: float
     reranked: bool = False
+    # Its place in the ranking on the relevance scale: the relevance, or after the
+    # reranker the i-th best relevance of the reranked head (recall_sources merges by it).
+    score: float = 0.0
     snippet: str = ""
     neighbours: list[ConversationTurn] = field(default_factory=list)
 
@@ -103,6 +106,7 @@ class TurnHit:
 class TurnSearchResult:
     hits: list[TurnHit]
     count: int
+    window: TimeWindow | None = None  # the period the query names, read at ``as_of``
 
 
 @dataclass
@@ -126,7 +130,7 @@ def turn_search(
     time_from: datetime | None = None,
     time_to: datetime | None = None,
     rerank: bool = True,
-    now: datetime | None = None,
+    as_of: datetime | None = None,
     **tuning,
 ) -> TurnSearchResult:
     """The best ``top_k`` turns for ``query``, fused (see the module docstring).
@@ -141,12 +145,11 @@ def turn_search(
     fusion = tuning.get("fusion", settings.CAIRN_TURN_FUSION)
     rerank_url = settings.CAIRN_RERANK_URL if rerank else ""
     fetch = max(top_k, settings.CAIRN_RERANK_CANDIDATES) if rerank_url else top_k
-    # Each list holds at most CANDIDATES_MAX rows (HNSW's ef_search tops out at 1000):
-    # a page deeper than the ranked window is empty.
-    n = tuning.get("candidates") or min(
-        max(fetch * settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_TURN_CANDIDATE_MIN),
-        CANDIDATES_MAX,
-    )
+    # One ranking whatever the page size (issue 54): each list holds the same number of
+    # candidates for every top_k, so a page of 5 is the first five of a page of 200.
+    # (It grew with top_k before: who was a candidate, and so who got a question's
+    # credit, depended on the page size; 61 of 233 LoCoMo questions changed their top 5.)
+    depth = int(tuning.get("candidates") or settings.CAIRN_TURN_CANDIDATE_MIN)
     fetch = min(fetch, 2 * CANDIDATES_MAX)
     where, params = turn_filters_sql(
         workspace_id=workspace.pk,
@@ -160,11 +163,11 @@ def turn_search(
     )
     use_vector = w_vec > 0 and query_embedding is not None
     use_text = w_text > 0 and bool(words.strip())
+    window = query_time_window(query, now=as_of or timezone.now())
     if not (use_vector or use_text):
-        return TurnSearchResult(hits=[], count=0)
+        return TurnSearchResult(hits=[], count=0, window=window)
     reply_credit = float(tuning.get("reply_credit", settings.CAIRN_TURN_REPLY_CREDIT))
     time_boost = float(tuning.get("time_boost", settings.CAIRN_TURN_TIME_BOOST))
-    window = query_time_window(query, now=now or timezone.now()) if time_boost > 0 else None
     entity_boost = float(tuning.get("entity_boost", settings.CAIRN_TURN_ENTITY_BOOST))
     entities = query_entities(words) if entity_boost > 0 else []
     answer_boost = float(tuning.get("answer_boost", settings.CAIRN_TURN_ANSWER_BOOST))
@@ -176,7 +179,7 @@ def turn_search(
         scoring=scoring,
         fusion=fusion,
         reply_credit=reply_credit > 0,
-        time_window=window,
+        time_window=window if time_boost > 0 else None,
         entities=bool(entities),
         answer=bool(answer_re),
     )
@@ -186,14 +189,12 @@ def turn_search(
             "qvec": vector_literal(query_embedding) if use_vector else None,
             "emodel": get_embedder().model_id if use_vector else "",
             "text": words,
-            "n": n,
             **nearest_rows_params(),
             "w_vec": float(w_vec) if use_vector else 0.0,
             "w_text": float(w_text) if use_text else 0.0,
             "rrf_k": rrf_k,
             "rrf_norm": (rrf_k + 1)
             / ((w_vec if use_vector else 0.0) + (w_text if use_text else 0.0)),
-            "top_k": int(fetch),
             **bm25_params(scope_cap=100_000, df_cap=settings.CAIRN_TURN_BM25_DF_CAP),
             "reply_credit": reply_credit,
             "time_boost": time_boost,
@@ -212,25 +213,80 @@ def turn_search(
             ),
             "tw_start": window.start if window else None,
             "tw_end": window.end if window else None,
-            "tw_month": window.month if window else None,
             "session_boost": float(tuning.get("session_boost", settings.CAIRN_TURN_SESSION_BOOST)),
             "min_sim": float(
                 tuning.get("min_similarity", settings.CAIRN_TURN_VECTOR_MIN_SIMILARITY)
             ),
         }
     )
-    with transaction.atomic(), connection.cursor() as cursor:
-        if use_vector:
-            set_vector_search(cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, n))
-        else:
-            plan_for_these_values(cursor)  # full text only (the embedder is down)
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    hits = [TurnHit(*row[:10]) for row in rows]
-    total = int(rows[0][10]) if rows else 0
+
+    def ranked(n: int, limit: int) -> tuple[list[TurnHit], int, bool]:
+        """The best ``limit`` turns from lists of ``n`` candidates, the count, and
+        whether a list was cut at ``n`` (a deeper search could find more)."""
+        with transaction.atomic(), connection.cursor() as cursor:
+            if use_vector:
+                set_vector_search(cursor, ef_search=max(settings.CAIRN_RECALL_EF_SEARCH, n))
+            else:
+                plan_for_these_values(cursor)  # full text only (the embedder is down)
+            cursor.execute(sql, {**params, "n": n, "top_k": int(limit)})
+            rows = cursor.fetchall()
+        found = [TurnHit(*row[:10]) for row in rows]
+        cut = bool(rows) and max(int(rows[0][11]), int(rows[0][12])) >= n
+        return found, (int(rows[0][10]) if rows else 0), cut
+
+    # Off for turn lists: on LoCoMo's tuning half it cost turn@5 0.760 -> 0.640 at 0.3;
+    # group=session asks for it (``_sessions_ranked``).
+    diversity = float(tuning.get("diversity", 0.0))
+    # The pool lies within the first tier (a list cut at ``depth`` gives at least that
+    # many), so it is the same set whatever page is asked.
+    pool = min(int(settings.CAIRN_TURN_DIVERSITY_POOL), depth) if diversity > 0 else 0
+    hits, total, cut = ranked(depth, max(fetch, pool))
+    if len(hits) < fetch and cut and depth < CANDIDATES_MAX:
+        # A page reaching past what the fixed depth ranks: the turns a search
+        # CANDIDATES_MAX deep adds follow, in its order (as fixed as the first).
+        seen = {h.id for h in hits}
+        deeper, total, _cut = ranked(CANDIDATES_MAX, fetch + len(hits))
+        hits += [h for h in deeper if h.id not in seen][: fetch - len(hits)]
+    for hit in hits:
+        hit.score = hit.relevance
+    if pool:
+        hits = turns_diversified(hits, decay=diversity, pool=pool)
+    hits = hits[:fetch]
     if rerank_url and len(hits) > 1:
         hits = _reranked(words or query, hits)
-    return TurnSearchResult(hits=hits[:top_k], count=total)
+    return TurnSearchResult(hits=hits[:top_k], count=total, window=window)
+
+
+def turns_diversified(hits: list[TurnHit], *, decay: float, pool: int) -> list[TurnHit]:
+    """The first ``pool`` hits re-ordered so that one session cannot fill the list:
+    greedily, the hit with the best relevance × (1 - ``decay``)^(hits of its session
+    already placed) goes next, and that product is its ``score``. The hits past the
+    pool follow, their scores capped by the last one placed.
+
+    A question that needs several sessions ("what did Jon and Gina both lose?") finds
+    its best matches in the one that says most about it; the next places go to other
+    sessions that match. The pool is a fixed prefix of one ranking, so the order is
+    the same whatever page is asked.
+    """
+    head, rest = hits[:pool], hits[pool:]
+    keep = 1.0 - decay
+    placed: dict[str, int] = {}
+    out: list[TurnHit] = []
+    left = list(range(len(head)))
+    while left:
+        best = max(
+            left,
+            key=lambda i: (head[i].relevance * keep ** placed.get(head[i].session_id, 0), -i),
+        )
+        hit = head[best]
+        hit.score = hit.relevance * keep ** placed.get(hit.session_id, 0)
+        placed[hit.session_id] = placed.get(hit.session_id, 0) + 1
+        out.append(hit)
+        left.remove(best)
+    floor = out[-1].score if out else 0.0
+    for hit in rest:
+        hit.score = min(hit.relevance, floor)
+    return out + rest
 
 
 def _reranked(query: str, hits: list[TurnHit]) -> list[TurnHit]:
@@ -240,9 +296,13 @@ def _reranked(query: str, hits: list[TurnHit]) -> list[TurnHit]:
     if scores is None:
         return hits  # the reranker failed: the fused order stands
     order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+    # The head is the same whatever page was asked (a prefix of one ranking), so these
+    # scores are too.
+    scale = sorted((h.relevance for h in head), reverse=True)
     out = []
-    for i in order:
+    for i, score in zip(order, scale, strict=True):
         head[i].reranked = True
+        head[i].score = score
         out.append(head[i])
     return out + tail
 
@@ -304,7 +364,8 @@ def turns_group_sessions(
     """Sessions ranked by ``session_score`` of their turns among ``hits``, plus
     ``CAIRN_TURN_SESSION_COVERAGE`` × the session's share of the query's words
     (``coverage``, from ``sessions_coverage``). ``best_turn_only``: each session
-    scores its best turn's relevance alone (the tail of ``conversation_search``)."""
+    scores its best turn's relevance alone and keeps the order of ``hits`` (the tail of
+    ``conversation_search``)."""
     by_session: dict[str, list[TurnHit]] = {}
     for hit in hits:
         by_session.setdefault(hit.session_id, []).append(hit)
@@ -322,6 +383,10 @@ def turns_group_sessions(
         )
         for session_id, turns in by_session.items()
     ]
+    if best_turn_only:
+        # In the order their best turns come (``hits`` is one ranking): a longer list of
+        # hits only adds sessions after these, so every page agrees (issue 54).
+        return sessions
     sessions.sort(key=lambda s: (-s.score, s.session_id))
     return sessions
 
@@ -359,6 +424,7 @@ class ConversationSearchResult:
     page: Page
     mode: str
     sessions: list[SessionHit] | None = None
+    window: TimeWindow | None = None
 
 
 # group=session: pages deeper than the sessions among the best CAIRN_TURN_SESSION_DEPTH
@@ -367,8 +433,8 @@ SESSION_GROUP_TURNS_MAX = 500
 
 
 def _sessions_ranked(
-    *, workspace: Workspace, q: str, vector, wanted: int, scope: dict
-) -> list[SessionHit]:
+    *, workspace: Workspace, q: str, vector, wanted: int, scope: dict, as_of: datetime | None
+) -> tuple[list[SessionHit], TimeWindow | None]:
     """Sessions for ``group=session``, the same order whatever page is asked.
 
     The head: the sessions among the best ``CAIRN_TURN_SESSION_DEPTH`` turns, by
@@ -380,7 +446,15 @@ def _sessions_ranked(
     best turn ranks below the head's best turns, so the scores still fall).
     """
     depth = settings.CAIRN_TURN_SESSION_DEPTH
-    found = turn_search(workspace=workspace, query=q, query_embedding=vector, top_k=depth, **scope)
+    found = turn_search(
+        workspace=workspace,
+        query=q,
+        query_embedding=vector,
+        top_k=depth,
+        as_of=as_of,
+        diversity=settings.CAIRN_TURN_SESSION_DIVERSITY,
+        **scope,
+    )
     head_ids = sorted({h.session_id for h in found.hits})
     coverage = (
         sessions_coverage(workspace=workspace, query=q, session_ids=head_ids, **scope)
@@ -390,11 +464,13 @@ def _sessions_ranked(
     head = turns_group_sessions(found.hits, coverage=coverage)
     deeper = min(wanted * 10, SESSION_GROUP_TURNS_MAX)
     if wanted <= len(head) or deeper <= depth or len(found.hits) < depth:
-        return head
-    more = turn_search(workspace=workspace, query=q, query_embedding=vector, top_k=deeper, **scope)
+        return head, found.window
+    more = turn_search(
+        workspace=workspace, query=q, query_embedding=vector, top_k=deeper, as_of=as_of, **scope
+    )
     known = set(head_ids)
     tail = [h for h in more.hits if h.session_id not in known]
-    return head + turns_group_sessions(tail, best_turn_only=True)
+    return head + turns_group_sessions(tail, best_turn_only=True), found.window
 
 
 def conversation_search(
@@ -410,6 +486,7 @@ def conversation_search(
     offset: int = 0,
     group: str = "turn",
     neighbours: int = 0,
+    as_of: datetime | None = None,
 ) -> ConversationSearchResult:
     """Turns (or sessions, ``group="session"``) for ``q``, best first, with snippets.
 
@@ -420,6 +497,8 @@ def conversation_search(
     CAIRN_RECALL_TEXT_MATCH_CAP) plus those found by meaning alone; with
     ``group="session"``, the number of sessions among the best turns.
     ``neighbours`` (0..3) attaches the turns just before and after each hit.
+    ``as_of`` (default now) is when the question is asked: "yesterday", "10 days ago"
+    are read against it into the soft window returned as ``window``.
     """
     limit = page_size(limit)
     scope = dict(
@@ -433,18 +512,24 @@ def conversation_search(
         vector = None
     sessions = None
     if group == "session":
-        grouped = _sessions_ranked(
-            workspace=workspace, q=q, vector=vector, wanted=offset + limit, scope=scope
+        grouped, window = _sessions_ranked(
+            workspace=workspace, q=q, vector=vector, wanted=offset + limit, scope=scope, as_of=as_of
         )
         sessions = grouped[offset : offset + limit]
         items = [hit for s in sessions for hit in s.hits]
         count = len(grouped)
     else:
         found = turn_search(
-            workspace=workspace, query=q, query_embedding=vector, top_k=offset + limit, **scope
+            workspace=workspace,
+            query=q,
+            query_embedding=vector,
+            top_k=offset + limit,
+            as_of=as_of,
+            **scope,
         )
         items = found.hits[offset : offset + limit]
         count = found.count
+        window = found.window
     every = SearchQuery(q, config="english", search_type="websearch")
     base = ConversationTurn.objects.filter(workspace=workspace)
     for name, value in scope.items():
@@ -463,7 +548,7 @@ def conversation_search(
         page = Page(items=sessions, count=count, limit=limit, offset=offset)
     else:
         page = Page(items=items, count=max(count, offset + len(items)), limit=limit, offset=offset)
-    return ConversationSearchResult(page=page, mode=mode, sessions=sessions)
+    return ConversationSearchResult(page=page, mode=mode, sessions=sessions, window=window)
 
 
 def _attach_snippets(workspace: Workspace, hits: list[TurnHit], query: SearchQuery) -> None:

@@ -187,12 +187,9 @@ def turn_search_sql(
               + coalesce(%(w_text)s / (%(rrf_k)s + txt.rank), 0)) * %(rrf_norm)s"""
     if time_window is None:
         time_boost = "0"
-    elif time_window.month is not None:
-        time_boost = (
-            "%(time_boost)s * (extract(month FROM t.created_at AT TIME ZONE 'UTC') "
-            "= %(tw_month)s)::int"
-        )
     else:
+        # Soft: a turn said within the window (its own time, ``at``) is lifted; none is
+        # left out.
         time_boost = (
             "%(time_boost)s * (t.created_at >= %(tw_start)s AND t.created_at < %(tw_end)s)::int"
         )
@@ -250,7 +247,8 @@ def turn_search_sql(
                   + {time_boost} + {entity_boost} + {answer_boost})::float8 AS relevance,
                (SELECT count(*) FROM m)
                  + (SELECT count(*) FROM fused WHERE fused.id NOT IN (SELECT id FROM m))
-                 AS total
+                 AS total,
+               (SELECT count(*) FROM vec) AS vec_n, (SELECT count(*) FROM txt) AS txt_n
         FROM lifted f JOIN memory_conversationturn t ON t.id = f.id
     ) r
     ORDER BY r.relevance DESC, r.created_at DESC, r.id DESC

@@ -504,7 +504,7 @@ def test_a_turns_score_does_not_depend_on_how_many_candidates_were_taken(
     )
     settings.CAIRN_TURN_FUSION = fusion
     q = "mountain hike boots"
-    settings.CAIRN_RECALL_CANDIDATE_FACTOR, settings.CAIRN_TURN_CANDIDATE_MIN = 1, 1
+    settings.CAIRN_TURN_CANDIDATE_MIN = 3  # three per list: the page of 3 is all ranked there
     few = {r["id"]: r["rank"] for r in api.get(SEARCH, {"q": q, "limit": 3}).json()["results"]}
     settings.CAIRN_TURN_CANDIDATE_MIN = 100
     many = {r["id"]: r["rank"] for r in api.get(SEARCH, {"q": q, "limit": 10}).json()["results"]}
