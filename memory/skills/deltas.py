@@ -14,7 +14,6 @@ from django.db import transaction
 
 from cairn.errors import ApplicationError
 from memory.core.audit import audit_record
-from memory.core.consent import Claim
 from memory.core.embedders import EmbeddingError
 from memory.core.embeddings import get_embedder
 from memory.core.secrets import refuse_secrets
@@ -36,7 +35,7 @@ from memory.skills.facts import fact_put
 from memory.skills.injection import injection_scan
 from memory.skills.selectors import skill_get
 from memory.skills.skillmd import delta_line, local_capabilities
-from memory.skills.trust import provenance_classify
+from memory.skills.trust import delta_claim, provenance_classify
 from memory.webhooks.events import delta_event
 
 logger = logging.getLogger(__name__)
@@ -168,20 +167,6 @@ def _clean_payload(*, kind: str, payload) -> dict:
     if trigger:
         cleaned["trigger"] = trigger
     return cleaned
-
-
-def delta_claim(*, kind: str, payload: dict) -> Claim:
-    """What a cited user turn must say for a ``user_instruction`` delta to be trusted.
-
-    A preference is consented to when its body is one of the person's own sentences.
-    An example (input and output) or a tool-hint (tool names) is never one sentence,
-    so a turn can only back it loosely (staged for a reviewer, never auto-approved).
-    The trigger is left out: it says when, not what the person asked for."""
-    if kind == DeltaKind.TOOL_HINT:
-        return Claim((), (*payload.get("prefer", []), *payload.get("drop", [])))
-    if kind == DeltaKind.EXAMPLE:
-        return Claim((), (payload["input"], payload["output"]))
-    return Claim((payload["body"],), (payload["body"],))
 
 
 def _tool_hint_refuse(*, agent: Agent, payload: dict) -> None:

@@ -24,6 +24,7 @@ from memory.core.validation import bad_request, check_json_strings
 from memory.models import (
     Agent,
     Channel,
+    DeltaKind,
     DeltaTrust,
     FeedbackSample,
     Outcome,
@@ -446,6 +447,20 @@ def provenance_classify(provenance, *, agent: Agent, claim: Claim) -> Provenance
     return Provenance(source, DeltaTrust.UNTRUSTED, stored, f"{source} is the agent's own reading")
 
 
+def delta_claim(*, kind: str, payload: dict) -> Claim:
+    """What a cited user turn must say for a ``user_instruction`` delta to be trusted.
+
+    A preference is consented to when its body is one of the person's own sentences.
+    An example (input and output) or a tool-hint (tool names) is never one sentence,
+    so a turn can only back it loosely (staged for a reviewer, never auto-approved).
+    The trigger is left out: it says when, not what the person asked for."""
+    if kind == DeltaKind.TOOL_HINT:
+        return Claim((), (*payload.get("prefer", []), *payload.get("drop", [])))
+    if kind == DeltaKind.EXAMPLE:
+        return Claim((), (payload["input"], payload["output"]))
+    return Claim((payload["body"],), (payload["body"],))
+
+
 TRUST_SAMPLES_SHOWN = 50
 
 
@@ -461,8 +476,6 @@ def trust_sample_list(*, workspace: Workspace, scope: str, limit: int = TRUST_SA
 def delta_said_beside(*, deltas) -> dict[int, list[dict]]:
     """For the review cards: each untrusted ``user_instruction`` delta's cited turns
     (its own agent's harness only), the claim's words marked (one query)."""
-    from memory.skills.deltas import delta_claim
-
     items = []
     for delta in deltas:
         if delta.provenance_source != ProvenanceSource.USER_INSTRUCTION:

@@ -189,8 +189,8 @@ def post_delta(api, name="triage-inbox", back: bool = True, **body):
 
 def _said(body: dict) -> list[str]:
     """The words a cited turn must hold for ``body`` (a delta POST) to be trusted."""
-    from memory.skills.deltas import delta_claim
     from memory.skills.facts import fact_claim
+    from memory.skills.trust import delta_claim
 
     payload = body.get("payload")
     if not isinstance(payload, dict):
