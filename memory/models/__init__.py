@@ -51,3 +51,4 @@ from memory.models.review import *  # noqa: E402,F403
 from memory.models.situations import *  # noqa: E402,F403
 from memory.models.skills import *  # noqa: E402,F403
 from memory.models.webhooks import *  # noqa: E402,F403
+from memory.models.gate import *  # noqa: E402,F403
