@@ -129,4 +129,10 @@ class Migration(migrations.Migration):
                 fields=("workspace", "project_digest", "kind", "key"), name="action_approval_unique"
             ),
         ),
+        # Automatic error items quote a tool's output: never the system channel (SPEC 4a).
+        migrations.RunSQL(
+            "UPDATE memory_knowledge SET channel = 'harness' "
+            "WHERE source = 'error_auto' AND channel = 'system'",
+            reverse_sql=migrations.RunSQL.noop,
+        ),
     ]
