@@ -8,7 +8,9 @@ Claude Code runs hooks itself, so what they report is what really happened:
 - ``UserPromptSubmit``: opens a turn and keeps the user's prompt as a turn (not a
   background task's notification: those are not the user's words).
 - ``PreToolUse``: notes when a tool started; a tool the server told the harness to
-  stop calling this turn (an escalation or a refusal) is denied with the server's text.
+  stop calling this turn (an escalation or a refusal) is denied with the server's text;
+  a Bash command goes through the action gate (:mod:`cairn_client.gate`): ``ask`` or
+  ``deny`` with the reason, and a tool that then runs was allowed once by the person.
 - ``PostToolUse`` / ``PostToolUseFailure``: one approach step per tool call, the
   result posted to ``/turns/{turn_id}/results/`` (an ``escalate`` or ``refuse``
   answer is added to the model's context); Bash checks (pytest, npm test, ruff,
@@ -21,7 +23,7 @@ A hook never blocks Claude Code on Cairn: its network time is capped at
 ``CAIRN_HOOK_BUDGET_S`` (1 s), a failure trips the session's circuit breaker (the
 next hooks skip the network), failures are one line on stderr and exit 0, and what
 could not be sent stays in the shared outbox, sent by any later hook (but
-``PreToolUse``, which stays off the network) of any session.
+``PreToolUse``, which only asks the action gate) of any session.
 
 ``CAIRN_INCOGNITO=1``: the session reads context without being counted and sends
 nothing (no prompt, step, result or outcome).
@@ -43,7 +45,7 @@ import subprocess
 import sys
 import time
 
-from cairn_client import install
+from cairn_client import gate, install
 from cairn_client.client import Cairn, CairnError
 from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
@@ -474,6 +476,7 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
             return None
         with turn_state(session) as state:
             served_add(state, context)
+            gate.served_add(state, context)
         text = context.get("text") or ""
         if not text.strip():
             return None
@@ -524,13 +527,24 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
                     "permissionDecisionReason": text,
                 }
             }
+        command = str((payload.get("tool_input") or {}).get("command") or "")
+        if tool == "Bash" and command.strip():  # the action gate (SPEC 4a): ask/deny, and why
+            with turn_state(session) as state:
+                shown = {"gate_served": list(state.get("gate_served") or [])}
+            answer = net.call("the action gate", lambda c: gate.check(c, command=command, session_id=session, state=shown))  # fmt: skip
+            with turn_state(session) as state:
+                gate.pending_add(state, payload.get("tool_use_id"), answer)
+            return gate.claude_code_output(answer)
         return None
     if event in ("PostToolUse", "PostToolUseFailure"):
         with turn_state(session) as state:
             result = _tool_step(state, payload, failed=event == "PostToolUseFailure")
             turn_id = state["outcome_id"]
+            asked = gate.pending_pop(state, payload.get("tool_use_id"))
         if incognito:
             return None
+        if asked:  # the gate asked and the tool ran: the person allowed it, once
+            net.call("the person's answer", lambda c: c.answer_action(asked, "allow_once"))
         result.pop("step")
         result["machine"] = machine_fingerprint()
         answer = net.call("posting the tool result", lambda c: c.post_result(turn_id, **result))
