@@ -35,6 +35,9 @@ class ActionCheckIn(ProjectFields):
         help_text="The session's served ids (what /context/, /recall/ and /lessons/check/ "
         'returned): `{"type": "knowledge", "id": 7}` or `"knowledge:7"`.',
     )
+    incognito = serializers.BooleanField(
+        required=False, default=False, help_text="Answer as usual; store nothing (no check_id)."
+    )
     machine = serializers.RegexField(r"^[A-Za-z0-9:._-]{1,128}$", required=False, allow_blank=True)
     operation_key = serializers.CharField(
         max_length=200,
@@ -107,6 +110,7 @@ class ActionCheckApi(APIView):
             project_path=project["path"] or None,
             machine=data.get("machine") or "",
             operation_key=data.get("operation_key") or "",
+            record=not data["incognito"],
         )
         return Response(answer.as_json())
 

@@ -25,7 +25,6 @@ from agents.apis.common import (
     validated,
 )
 from agents.apis.knowledge import KnowledgeItemFields
-from memory.core.provenance import ORIGINS
 from memory.knowledge.recall_sources import SOURCES, recall_sources
 from memory.models import CONTENT_MAX_CHARS, Category
 
@@ -66,19 +65,6 @@ class RecallIn(StrictSerializer):
     )
 
 
-class ProvenanceOut(serializers.Serializer):
-    origin = serializers.ChoiceField(
-        choices=list(ORIGINS),
-        help_text="Who put the words there: `person`, `harness` (observed by the harness), "
-        "`agent` (the model's own words) or `quoted` (copied from a tool's output or a "
-        "pasted turn). SPEC section 4a.",
-    )
-    earned = serializers.BooleanField(
-        help_text="A person's words, the harness's observation, confirmed by evidence or "
-        "approved by a person; unearned text never steers an action without asking."
-    )
-
-
 class RecallHitOut(KnowledgeItemFields):
     metadata = serializers.DictField()
     due_at = serializers.DateTimeField(allow_null=True)
@@ -99,7 +85,6 @@ class RecallHitOut(KnowledgeItemFields):
     kind = serializers.ChoiceField(
         choices=["knowledge"], help_text="`knowledge`: an item of the knowledge store."
     )
-    provenance = ProvenanceOut()
 
 
 class RecallTurnHitOut(serializers.Serializer):

@@ -21,6 +21,7 @@ from memory.core.provenance import (
     knowledge_item_provenance,
     lesson_item_provenance,
 )
+from memory.core.secrets import refuse_secrets
 from memory.core.validation import bad_request
 from memory.gate.normalize import skeleton
 from memory.gate.reach import ReachPart, command_reach, text_reach
@@ -40,6 +41,7 @@ from memory.models import (
 from memory.situations.selectors import known_blockers, operation_subjects
 
 COMMAND_MAX_CHARS = 20000
+WITHHELD = "[withheld: the command carries a credential]"
 REACH_WHY = {
     "host": "an address",
     "path": "a path outside the project",
@@ -135,6 +137,7 @@ def action_check(
     machine: str = "",
     operation_key: str = "",
     now: datetime | None = None,
+    record: bool = True,
 ) -> GateAnswer:
     """May ``command`` run? ``allow``, ``ask`` (a person decides) or ``deny``.
 
@@ -147,7 +150,9 @@ def action_check(
     4. A steered part is vouched for when it also appears in the person's own words this
        session, in an earned served item, or in what a person approved for the project;
        otherwise the answer is ``ask``, naming the item and the part.
-    Answers other than ``allow`` are stored (:class:`ActionCheck`) for the person's answer.
+    Answers other than ``allow`` are stored (:class:`ActionCheck`) for the person's answer,
+    unless ``record`` is False (an incognito session); a command that carries a
+    credential is stored without its text.
     """
     if len(command) > COMMAND_MAX_CHARS:
         raise bad_request("command", f"at most {COMMAND_MAX_CHARS} characters")
@@ -166,7 +171,7 @@ def action_check(
                 for b in blockers
             ]
             return _record(workspace, actor, command, session_id, project_digest,
-                           GateAnswer(ActionDecision.DENY, reasons))  # fmt: skip
+                           GateAnswer(ActionDecision.DENY, reasons), record)  # fmt: skip
     reach = command_reach(command, project_path=project_path)
     if not reach:
         return GateAnswer(ActionDecision.ALLOW, [], reach)
@@ -217,10 +222,18 @@ def action_check(
     if not reasons:
         return GateAnswer(ActionDecision.ALLOW, [], reach)
     return _record(workspace, actor, command, session_id, project_digest,
-                   GateAnswer(ActionDecision.ASK, reasons, reach))  # fmt: skip
+                   GateAnswer(ActionDecision.ASK, reasons, reach), record)  # fmt: skip
 
 
-def _record(workspace, actor, command, session_id, project_digest, answer: GateAnswer):
+def _record(
+    workspace, actor, command, session_id, project_digest, answer: GateAnswer, record: bool
+):
+    if not record:
+        return answer
+    try:
+        refuse_secrets({"command": command})
+    except ApplicationError:
+        command = WITHHELD
     row = ActionCheck.objects.create(
         workspace=workspace,
         agent=actor.agent,
