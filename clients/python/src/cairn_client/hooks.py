@@ -531,7 +531,7 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
         if tool == "Bash" and command.strip():  # the action gate (SPEC 4a): ask/deny, and why
             with turn_state(session) as state:
                 shown = {"gate_served": list(state.get("gate_served") or [])}
-            answer = net.call("the action gate", lambda c: gate.check(c, command=command, session_id=session, state=shown))  # fmt: skip
+            answer = gate.check_quietly(net, command=command, session_id=session, state=shown)
             with turn_state(session) as state:
                 gate.pending_add(state, payload.get("tool_use_id"), answer)
             return gate.claude_code_output(answer)
