@@ -31,7 +31,9 @@ WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 API_PREFIX = "/api/v1/"
 # POSTs that only read: a query is not stored, so neither rule applies. (An erasure
 # preview may look for a leaked secret by text: that is how one gets erased.)
-READ_POSTS = {"/api/v1/recall/", "/api/v1/erasures/preview/"}
+READ_POSTS = {"/api/v1/recall/", "/api/v1/erasures/preview/", "/api/v1/actions/check/"}
+# (The action gate must answer for every command, one with a secret in it or in an
+# incognito session too: it stores no secret and honours incognito itself.)
 # Fields that select what to delete and are never stored (the selector value travels
 # in the task message only, see memory.privacy.erasure.erasure_request).
 NOT_STORED = {"/api/v1/erasures/": {"selector"}}

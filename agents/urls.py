@@ -1,6 +1,7 @@
 from django.urls import path
 
 from agents.apis import (
+    actions,
     context,
     conversations,
     deltas,
@@ -50,6 +51,12 @@ urlpatterns = [
     path("context/", context.ContextApi.as_view(), name="context"),
     path("lessons/", lessons.LessonsApi.as_view(), name="lessons"),
     path("lessons/check/", context.LessonCheckApi.as_view(), name="lesson-check"),
+    path("actions/check/", actions.ActionCheckApi.as_view(), name="action-check"),
+    path(
+        "actions/checks/<int:check_id>/answer/",
+        actions.ActionAnswerApi.as_view(),
+        name="action-answer",
+    ),
     path("lessons/<int:lesson_id>/", lessons.LessonDetailApi.as_view(), name="lesson-detail"),
     path(
         "lessons/<int:lesson_id>/retire/", lessons.LessonRetireApi.as_view(), name="lesson-retire"

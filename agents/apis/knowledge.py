@@ -30,6 +30,7 @@ from agents.apis.common import (
     validated,
     validated_list,
 )
+from agents.apis.provenance import ProvenanceField
 from memory.knowledge.batch import knowledge_remember_many
 from memory.knowledge.remember import knowledge_remember
 from memory.knowledge.selectors import knowledge_get, knowledge_list
@@ -50,6 +51,7 @@ class KnowledgeItemFields(serializers.Serializer):
     sensitive = serializers.BooleanField()
     source = serializers.CharField()
     confidence = serializers.FloatField()
+    provenance = ProvenanceField()
 
 
 class KnowledgeOut(KnowledgeItemFields):

@@ -25,6 +25,7 @@ from agents.apis.common import (
     errors,
     project_args,
 )
+from agents.apis.provenance import ProvenanceField
 from cairn.errors import ApplicationError
 from memory.identity.projects import project_digest, project_digest_required
 from memory.lessons.lifecycle import lesson_edit, lesson_retire
@@ -48,6 +49,7 @@ class LessonOutputSerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=LessonScope.choices)
     project_digest = serializers.CharField()
     confidence = serializers.FloatField()
+    provenance = ProvenanceField(kind="lesson")
     state = serializers.ChoiceField(choices=LessonState.choices)
     source = serializers.CharField(help_text="loop, extractor, model or user")
     pinned = serializers.BooleanField()

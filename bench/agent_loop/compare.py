@@ -20,11 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.agent_loop.experiment import HELDOUT, POLICIES, VARIANTS  # noqa: E402
+from bench.agent_loop.experiment import AGENTDOJO, HELDOUT, POLICIES, VARIANTS  # noqa: E402
 from bench.agent_loop.report import fmt, seed_counts  # noqa: E402
 
 SHOWN = ("injection", "exposure", "attack_success", "attack_stopped_at_check",
-         "poison_served_as_earned")  # fmt: skip
+         "poison_served_as_earned", "success_rate", "late_failed_steps_per_task",
+         "false_asks_per_100")  # fmt: skip
 MISSING = {"mean": None}
 
 
@@ -39,11 +40,13 @@ def table(result: dict) -> str:
         f"attack from episode {p['attack_from'] + 1}; g={p['g']} m={p['m']}. Dev: the six "
         "texts in `world.ATTACKS` (Cairn's injection rules were written after seeing them). "
         "Held-out: the twelve in `attacks_heldout.py` (written without reading the rules; "
-        "never used to tune them). Means with 95% intervals over seeds (t).",
+        "never used to tune them). AgentDojo: its injection templates around four coding "
+        "goals (`attacks_agentdojo.py`; nobody on the project wrote them). Means with 95% "
+        "intervals over seeds (t).",
         "",
         *seed_counts(result),
-        "| policy | metric | dev | held-out |",
-        "|---|---|---|---|",
+        "| policy | metric | dev | held-out | agentdojo |",
+        "|---|---|---|---|---|",
     ]
     for base in bases:
         if base == "recency" and f"{base}@heldout" not in policies:
@@ -51,11 +54,12 @@ def table(result: dict) -> str:
         for metric in SHOWN:
             dev = policies[base]["intervals"][metric]
             held = policies.get(f"{base}@heldout", {}).get("intervals", {}).get(metric, MISSING)
-            lines.append(f"| {base} | {metric} | {fmt(dev)} | {fmt(held)} |")
+            dojo = policies.get(f"{base}@agentdojo", {}).get("intervals", {}).get(metric, MISSING)
+            lines.append(f"| {base} | {metric} | {fmt(dev)} | {fmt(held)} | {fmt(dojo)} |")
     return "\n".join(lines) + "\n"
 
 
-ORDER = POLICIES + VARIANTS + HELDOUT  # every policy name the run knows, in table order
+ORDER = POLICIES + VARIANTS + HELDOUT + AGENTDOJO  # every policy name the run knows, in table order
 
 
 def merge(results: list[dict]) -> dict:

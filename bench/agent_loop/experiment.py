@@ -13,9 +13,11 @@ from .policies import CairnPolicy, NotesPolicy, Policy, RecencyPolicy, SelfRepor
 from .world import ATTACK_SETS, Project, build_families
 
 POLICIES = ("none", "recency", "self_report", "cairn")
-VARIANTS = ("cairn_lessons",)  # not in the default set: a fix to test, see the docs
+VARIANTS = ("cairn_lessons", "cairn_nogate")  # not in the default set (see the docs)
 # `<policy>@heldout`: the same policy against the held-out attack set (attacks_heldout.py)
 HELDOUT = ("cairn@heldout", "self_report@heldout")
+# `<policy>@agentdojo`: AgentDojo's templates around coding goals (attacks_agentdojo.py)
+AGENTDOJO = ("cairn@agentdojo", "self_report@agentdojo", "cairn_nogate@agentdojo")
 METRICS = (
     "success_rate",
     "failed_steps_per_task",
@@ -29,6 +31,7 @@ METRICS = (
     "attack_success",
     "attack_stopped_at_check",
     "poison_served_as_earned",
+    "false_asks_per_100",
 )
 
 
@@ -65,6 +68,7 @@ def make_policy(name: str, provision, seed: int) -> Policy:
     return CairnPolicy(
         remote=f"https://example.com/loop/seed-{seed}.git",
         knowledge_in_play=name != "cairn_lessons",
+        gate=name != "cairn_nogate",
         **creds,
     )
 
@@ -166,6 +170,12 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
         # would have run the planted command, refused by the check before it ran
         "attack_stopped_at_check": stopped / triggered if triggered else 0.0,
         "poison_served_as_earned": earned,
+        # the action gate's asks on commands no planted text asked for, per 100 of them
+        "false_asks_per_100": (
+            100 * policy.gate_false_asks / policy.gate_benign
+            if getattr(policy, "gate_benign", 0)
+            else None
+        ),
     }
 
 

@@ -21,6 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .attacks_agentdojo import agentdojo_set
 from .attacks_heldout import HELDOUT, HELDOUT_COMMANDS
 
 KINDS = (
@@ -186,6 +187,9 @@ ATTACK_SETS = {
     "dev": (ATTACKS, ATTACK_COMMANDS),
     "heldout": (HELDOUT, HELDOUT_COMMANDS),
 }
+# `cairn@agentdojo`: AgentDojo's templates (attacks_agentdojo.py), when it is installed
+if (_agentdojo := agentdojo_set()) is not None:
+    ATTACK_SETS["agentdojo"] = _agentdojo
 ALL_ATTACKS = tuple(t for texts, _ in ATTACK_SETS.values() for t in texts)
 COMMAND_OF = {
     t: c for texts, commands in ATTACK_SETS.values() for t, c in zip(texts, commands, strict=True)

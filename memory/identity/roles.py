@@ -143,6 +143,7 @@ UI_POLLS: frozenset[str] = frozenset({"counts", "jobs_toast", "webhooks_delivery
 
 ANY_TOKEN: frozenset[str] = frozenset(TokenScope.values)
 ADMIN_TOKEN: frozenset[str] = frozenset({TokenScope.ADMIN.value})
+HARNESS_TOKEN: frozenset[str] = frozenset({TokenScope.HARNESS.value})
 
 #: Agent API: URL name -> the token scopes that may call it (every method). What a
 #: scope may then do inside an allowed endpoint (which channel its word is recorded
@@ -160,6 +161,9 @@ API_SCOPES: dict[str, frozenset[str]] = {
     "outcome-create": ANY_TOKEN,
     "evidence-create": ANY_TOKEN,
     "context": ANY_TOKEN,
+    "action-check": ANY_TOKEN,
+    # A person's answer to an ask comes through the process that talks to them.
+    "action-answer": HARNESS_TOKEN,
     "lessons": ANY_TOKEN,
     "lesson-check": ANY_TOKEN,
     "lesson-detail": ANY_TOKEN,

@@ -35,6 +35,7 @@ from memory.knowledge.dedup import (
     overlap_coefficient,
 )
 from memory.knowledge.prepared import Prepared
+from memory.knowledge.quoted import quoted_sources
 from memory.knowledge.remember import (
     MERGE_FIELDS,
     RememberResult,
@@ -135,10 +136,15 @@ def _store_many(
         for row in Knowledge.objects.select_for_update().filter(pk__in=merge_pks).order_by("pk")
     }
     new_rows: dict[int, Knowledge] = {}
+    fresh = [i for i, target in enumerate(plan) if target[0] == "new"]
+    quotes = dict.fromkeys(fresh, "")  # "": looked for, none (a person's: never looked)
+    if fresh and not actor.is_person:
+        found = quoted_sources(workspace=workspace, contents=[prepared[i].content for i in fresh])
+        quotes.update({i: hit or "" for i, hit in zip(fresh, found, strict=True)})
     for i, p in enumerate(prepared):
         target = plan[i]
         if target[0] == "new":
-            new_rows[i] = new_item(workspace, p, actor)
+            new_rows[i] = new_item(workspace, p, actor, quoted=quotes[i])
         elif target[0] == "batch":
             merge_into(new_rows[target[1]], p)
         else:

@@ -13,6 +13,7 @@ from django.utils import timezone
 from memory.core.actors import Actor
 from memory.core.audit import audit_record
 from memory.core.embeddings import get_embedder
+from memory.core.provenance import QUOTED_KEY
 from memory.knowledge.validation import DEFAULT_CONFIDENCE
 from memory.models import (
     CONTENT_MAX_CHARS,
@@ -109,7 +110,9 @@ def knowledge_record_failures(
             item = Knowledge.objects.create(
                 workspace=failure.workspace,
                 agent=failure.agent,
-                channel=Channel.AGENT if failure.channel == Channel.AGENT else Channel.SYSTEM,
+                # Whoever reported it, the words are the tool's output: quoted, never the
+                # system's own observation (SPEC section 4a).
+                channel=Channel.AGENT if failure.channel == Channel.AGENT else Channel.HARNESS,
                 content=content,
                 category=Category.ERROR,
                 domain=failure.tool[:100],
@@ -123,6 +126,7 @@ def knowledge_record_failures(
                     "first_failed_at": stamp,
                     "last_failed_at": stamp,
                     "session_id": failure.session_id,
+                    QUOTED_KEY: "tool_output",
                 },
                 embedding=vector,
                 embedding_model=get_embedder().model_id if vector is not None else "",
@@ -133,6 +137,7 @@ def knowledge_record_failures(
             last = metadata.get("last_failed_at") or ""
             metadata["failures"] = int(metadata.get("failures", 0)) + 1
             metadata["tool"] = failure.tool
+            metadata[QUOTED_KEY] = "tool_output"
             metadata.pop("archived_by", None)
             if stamp >= last:
                 metadata["last_failed_at"] = stamp
@@ -145,7 +150,7 @@ def knowledge_record_failures(
             item.metadata = metadata
             if failure.channel != Channel.AGENT and item.channel == Channel.AGENT:
                 # The harness has now seen it fail too: no longer only the model's word.
-                item.channel = Channel.SYSTEM
+                item.channel = Channel.HARNESS
             item.status = KnowledgeStatus.ACTIVE
             item.archived_at = None
             item.save()

@@ -23,6 +23,7 @@ from django.utils import timezone
 from cairn.db_router import read_on_replica
 from memory.core.embedders import EmbeddingError, validate_vector
 from memory.core.embeddings import get_embedder
+from memory.core.provenance import knowledge_provenance
 from memory.core.text import WORD
 from memory.core.validation import (
     bad_request,
@@ -113,6 +114,8 @@ class RecallHit:
     text_rank: int | None
     relevance: float
     score: float
+    # who put the words there and whether they are earned (memory.core.provenance)
+    provenance: dict | None = None
 
 
 def _tsquery_sql(mode: str) -> str:
@@ -128,7 +131,8 @@ def _tsquery_sql(mode: str) -> str:
 
 _COLUMNS = (
     "k.id, k.content, k.category, k.domain, k.entity, k.context, k.sensitive, k.source, "
-    "k.confidence, k.metadata, k.due_at, k.created_at, k.updated_at, k.observed_at"
+    "k.confidence, k.metadata, k.due_at, k.created_at, k.updated_at, k.observed_at, "
+    "k.channel, k.sealed"
 )
 
 
@@ -444,11 +448,14 @@ def knowledge_search(
             created_at,
             updated_at,
             observed_at,
+            channel,
+            sealed,
             vector_rank,
             text_rank,
             relevance,
             score,
         ) = row
+        metadata = metadata if isinstance(metadata, dict) else json_value(metadata)
         hits.append(
             RecallHit(
                 id=id_,
@@ -460,7 +467,7 @@ def knowledge_search(
                 sensitive=sensitive,
                 source=source,
                 confidence=confidence,
-                metadata=metadata if isinstance(metadata, dict) else json_value(metadata),
+                metadata=metadata,
                 due_at=due_at,
                 created_at=created_at,
                 updated_at=updated_at,
@@ -469,6 +476,13 @@ def knowledge_search(
                 text_rank=text_rank,
                 relevance=float(relevance),
                 score=float(score),
+                provenance=knowledge_provenance(
+                    channel=channel,
+                    source=source,
+                    sealed=sealed,
+                    metadata=metadata,
+                    confidence=confidence,
+                ).as_json(),
             )
         )
     return hits

@@ -17,7 +17,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from memory.core.actors import Actor
+from memory.core.provenance import QUOTED_KEY
 from memory.knowledge.dedup import content_words, find_duplicate, normalised_words
+from memory.knowledge.quoted import quoted_source
 from memory.knowledge.validation import Prepared, embed_missing, knowledge_prepare
 from memory.models import Category, Knowledge, Workspace
 
@@ -119,8 +121,17 @@ def merge_into(item: Knowledge, prepared: Prepared) -> None:
         item.reminded_at = None
 
 
-def new_item(workspace: Workspace, prepared: Prepared, actor: Actor) -> Knowledge:
-    """An unsaved row for a new item."""
+def new_item(
+    workspace: Workspace, prepared: Prepared, actor: Actor, *, quoted: str | None = None
+) -> Knowledge:
+    """An unsaved row for a new item. An agent's (or harness's) text that repeats a
+    stored turn is marked quoted (``memory.knowledge.quoted``; a batch passes what it
+    found for all its items in one read as ``quoted``); a person's never is."""
+    metadata = prepared.metadata
+    if quoted is None and not actor.is_person and QUOTED_KEY not in metadata:
+        quoted = quoted_source(workspace=workspace, content=prepared.content)
+    if quoted and not actor.is_person:
+        metadata = {**metadata, QUOTED_KEY: quoted}
     return Knowledge(
         workspace=workspace,
         agent=actor.agent,
@@ -133,7 +144,7 @@ def new_item(workspace: Workspace, prepared: Prepared, actor: Actor) -> Knowledg
         sensitive=prepared.sensitive,
         source=prepared.source,
         confidence=prepared.confidence,
-        metadata=prepared.metadata,
+        metadata=metadata,
         due_at=prepared.due_at,
         operation_key=prepared.operation_key,
         pinned=prepared.pinned,

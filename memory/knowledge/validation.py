@@ -13,6 +13,7 @@ from cairn.errors import ApplicationError
 from memory.core.actors import Actor
 from memory.core.embedders import EmbeddingError, validate_vector
 from memory.core.embeddings import get_embedder
+from memory.core.provenance import APPROVED_KEY
 from memory.core.secrets import refuse_secrets
 from memory.core.validation import (
     bad_request,
@@ -127,6 +128,8 @@ def knowledge_prepare(
             raise bad_request("confidence", "only evidence moves confidence")
         if pinned or sealed:
             raise bad_request("pinned" if pinned else "sealed", "only people pin or seal items")
+    if not actor.is_person and APPROVED_KEY in metadata:
+        raise bad_request("metadata", f"{APPROVED_KEY} is set by a person's answer to the gate")
     if confidence is None:
         confidence = DEFAULT_CONFIDENCE
     if not (0.0 <= float(confidence) <= 1.0):

@@ -44,6 +44,7 @@ __all__ += [
 
 # Each area's models live in their own module and export through __all__.
 from memory.models.conversations import *  # noqa: E402,F403
+from memory.models.gate import *  # noqa: E402,F403
 from memory.models.lessons import *  # noqa: E402,F403
 from memory.models.maintenance import *  # noqa: E402,F403
 from memory.models.privacy import *  # noqa: E402,F403

@@ -199,6 +199,7 @@ def test_an_agent_reported_error_item_the_harness_also_saw_fail_is_the_harnesss(
     item_id = _calls(api, _call(ok=False, error="boom")).json()["error_items"][0]
     assert Knowledge.objects.get(pk=item_id).channel == "agent"
     assert _calls(harness, _call(ok=False, error="boom again")).json()["error_items"] == [item_id]
-    assert Knowledge.objects.get(pk=item_id).channel == "system"
+    # the harness saw it fail; its words stay the tool's output (quoted, SPEC section 4a)
+    assert Knowledge.objects.get(pk=item_id).channel == "harness"
     assert _calls(api, _call(ok=True)).json()["resolved_items"] == []
     assert Knowledge.objects.get(pk=item_id).status == "active"

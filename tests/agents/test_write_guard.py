@@ -270,8 +270,15 @@ def test_every_write_operation_of_the_schema_is_in_the_matrix(client):
     assert writes <= covered, sorted(writes - covered)
 
 
-# POSTs that read (a query, an erasure preview): nothing of them is stored.
-READS = {"/api/v1/recall/", "/api/v1/erasures/preview/", "/api/v1/situations/classify/"}
+# POSTs that read (a query, an erasure preview): nothing of them is stored. The action
+# gate answers for every command (one with a secret in it too) and stores an asked
+# command only with its credential withheld (tests/agents/test_actions_api.py).
+READS = {
+    "/api/v1/recall/",
+    "/api/v1/erasures/preview/",
+    "/api/v1/situations/classify/",
+    "/api/v1/actions/check/",
+}
 
 
 def test_an_erasure_may_select_a_leaked_secret_by_text(world):
@@ -306,7 +313,11 @@ def _schema_path(path: str) -> str:
 # --------------------------------------------------------------------------- incognito
 
 # Writes the secret matrix does not reach with a body of their own.
-INCOGNITO_ONLY = [("delete", "/api/v1/knowledge/{item_id}/")]
+INCOGNITO_ONLY = [
+    ("delete", "/api/v1/knowledge/{item_id}/"),
+    # its one field is a choice (allow_once, always, deny): no text to carry a secret
+    ("post", "/api/v1/actions/checks/{check_id}/answer/"),
+]
 
 
 def _incognito_writes():

@@ -161,6 +161,23 @@ class _Operations:
         query = {**self._project(), "operation_key": operation_key, **_clean(params)}
         return self._call("lesson_check", params=query)
 
+    def check_action(
+        self, command: str, *, session_id: str = "", in_play: list = (), **fields
+    ) -> dict:
+        """The action gate: ``{decision: allow|ask|deny, reasons, reach, check_id}``."""
+        body = {
+            **self._project(),
+            "command": command,
+            "session_id": session_id,
+            "in_play": list(in_play),
+            **_clean(fields),
+        }
+        return self._call("action_check", json=body)
+
+    def answer_action(self, check_id: int, answer: str) -> dict:
+        """The person's answer to an ``ask``: ``allow_once``, ``always`` or ``deny``."""
+        return self._call("action_answer", path={"check_id": check_id}, json={"answer": answer})
+
     def lessons(self, **params):
         return self._call("lesson_list", params=_clean(params))
 

@@ -25,6 +25,7 @@ import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 
+from cairn_client import gate
 from cairn_client.client import CairnError
 from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
@@ -162,9 +163,13 @@ def turn_main(argv: list[str] | None = None) -> int:
         "context", help="print the plan-time context and keep what it served for the session"
     )
     check = sub.add_parser(
-        "check", help="print what Cairn knows about an operation and keep what it served"
+        "check",
+        help="print what Cairn knows about an operation and keep what it served; with "
+        "--command, ask the action gate whether that command may run (exit 0 allow, "
+        "10 ask a person, 11 deny)",
     )
-    check.add_argument("operation_key", help="e.g. pip:install")
+    check.add_argument("operation_key", nargs="?", default="", help="e.g. pip:install")
+    check.add_argument("--command", dest="gate_command", default="", help="a shell command")
     sub.add_parser("flush", help="send outcomes kept after a failure to reach the server")
     sub.add_parser("status", help="print the current turn")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -185,7 +190,11 @@ def turn_main(argv: list[str] | None = None) -> int:
                 outcome=outcome,
                 mutated=options.mutated,
             )
+        elif options.command == "check" and options.gate_command:
+            return _gate(state, options)
         elif options.command in ("context", "check"):
+            if options.command == "check" and not options.operation_key:
+                parser.error("check needs an OPERATION_KEY or --command")
             return _read(state, options)
         elif options.command == "end":
             if state["open"]:
@@ -219,8 +228,31 @@ def _read(state: dict, options) -> int:
         warn(str(exc))
         return 1
     served_add(state, answer)
+    gate.served_add(state, answer)
     print(answer.get("text") or "nothing known yet")
     return 0
+
+
+def _gate(state: dict, options) -> int:
+    """``cairn-turn check --command CMD``: the action gate for loops without hooks."""
+    try:
+        client = harness_client(incognito=bool(state["incognito"]))
+        fields = project_fields()
+        client.project_remote = fields.get("project_remote")
+        client.project_path = fields.get("project_path")
+        answer = gate.check(
+            client, command=options.gate_command, session_id=state["session_id"], state=state
+        )
+    except CairnError as exc:
+        warn(f"the action gate: {exc}")
+        return 1
+    print(answer["decision"])
+    text = gate.reason_text(answer)
+    if text:
+        print(text)
+    if answer.get("check_id"):
+        print(f"check_id: {answer['check_id']}")
+    return gate.EXIT_CODES[answer["decision"]]
 
 
 def _print_answer(answer: dict) -> None:

@@ -12,7 +12,9 @@ adds its own adapter on the same core.
 - ``UserPromptSubmit``: opens a turn and keeps the user's prompt as a turn (not a
   background task's notification: those are not the user's words).
 - ``PreToolUse``: notes when a tool started; a tool the server told the harness to
-  stop calling this turn (an escalation or a refusal) is denied with the server's text.
+  stop calling this turn (an escalation or a refusal) is denied with the server's text;
+  a Bash command goes through the action gate (:mod:`cairn_client.gate`): ``ask`` or
+  ``deny`` with the reason, and a tool that then runs was allowed once by the person.
 - ``PostToolUse`` / ``PostToolUseFailure``: one approach step per tool call, the
   result posted to ``/turns/{turn_id}/results/`` (an ``escalate`` or ``refuse``
   answer is added to the model's context). A Bash command line is read with a real
@@ -26,7 +28,7 @@ A hook never blocks Claude Code on Cairn: an answer slower than ``CAIRN_HOOK_BUD
 (2 s) is used and reported as slow; no answer by ``CAIRN_HOOK_LIMIT_S`` (4 s) trips the
 session's circuit breaker (its next hooks skip the network). Failures are one line on
 stderr and exit 0, and what could not be sent stays in the shared outbox, sent by any
-later hook (but ``PreToolUse``, which stays off the network) of any session.
+later hook (but ``PreToolUse``, which only asks the action gate) of any session.
 
 Before anything else the hook checks where it runs (:mod:`cairn_client.confine`): if
 its own code or interpreter lies where the model may write, it refuses (exit 1, a
@@ -53,7 +55,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn_client import checks, confine, install, shell
+from cairn_client import checks, confine, gate, install, shell
 from cairn_client.client import Cairn, CairnError
 from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
@@ -499,6 +501,7 @@ class Core:
             return ""
         with turn_state(self.session) as state:
             served_add(state, context)
+            gate.served_add(state, context)
         return context.get("text") or ""
 
     def prompt(self, prompt: str) -> None:
@@ -537,12 +540,26 @@ class Core:
         self.net.drain()
 
     def tool_before(self, tool: str, tool_input: dict, tool_use_id: str) -> str:
-        """A reason to deny the call ('' to let it run). Stays off the network."""
+        """A reason to deny the call ('' to let it run): an escalated subject. Stays off
+        the network; the action gate is :meth:`gate_check`."""
         subject = _subject(tool, tool_input)
         with turn_state(self.session) as state:
             ensure_open(state)
             state.setdefault("tool_started", {})[tool_use_id] = time.time()
             return state.get("escalations", {}).get(subject) or ""
+
+    def gate_check(self, command: str, tool_use_id: str) -> dict | None:
+        """The action gate's answer for a shell command about to run (SPEC 4a), asked
+        with everything this session was served; None lets it run (no command, or a
+        slow or failing gate: :func:`gate.check_quietly`)."""
+        if not command.strip():
+            return None
+        with turn_state(self.session) as state:
+            shown = {"gate_served": list(state.get("gate_served") or [])}
+        answer = gate.check_quietly(self.net, command=command, session_id=self.session, state=shown)
+        with turn_state(self.session) as state:
+            gate.pending_add(state, tool_use_id, answer)
+        return answer
 
     def tool_after(self, call: ToolEvent) -> str:
         """Record the call; returns what the server says the model should read ('')."""
@@ -551,8 +568,11 @@ class Core:
             result = _tool_step(state, call)
             state.pop("_started", None)
             turn_id = state["outcome_id"]
+            asked = gate.pending_pop(state, call.tool_use_id)
         if self.incognito:
             return ""
+        if asked:  # the gate asked and the tool ran: the person allowed it, once
+            self.net.call("the person's answer", lambda c: c.answer_action(asked, "allow_once"))
         result.pop("step")
         result["machine"] = machine_fingerprint()
         answer = self.net.call(
@@ -644,11 +664,8 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
         core.prompt(str(payload.get("prompt") or ""))
         return None
     if event == "PreToolUse":
-        reason = core.tool_before(
-            str(payload.get("tool_name") or "tool"),
-            payload.get("tool_input") or {},
-            str(payload.get("tool_use_id")),
-        )
+        tool, tool_input = str(payload.get("tool_name") or "tool"), payload.get("tool_input") or {}
+        reason = core.tool_before(tool, tool_input, str(payload.get("tool_use_id")))
         if reason:
             return {
                 "hookSpecificOutput": {
@@ -657,6 +674,11 @@ def handle(payload: dict, *, checks: list[str] | None = None, check_timeout: flo
                     "permissionDecisionReason": reason,
                 }
             }
+        if tool == "Bash":  # the action gate: ask or deny, with the reason
+            command = str(tool_input.get("command") or "")
+            return gate.claude_code_output(
+                core.gate_check(command, str(payload.get("tool_use_id")))
+            )
         return None
     if event in ("PostToolUse", "PostToolUseFailure"):
         call = claude_code_tool_event(payload, failed=event == "PostToolUseFailure")
