@@ -173,3 +173,24 @@ def test_an_incognito_session_from_the_cli_sends_nothing(harness_env, repo):
     run("cairn-turn", "start", env=harness_env, cwd=repo)  # still incognito: the session is
     run("cairn-turn", "end", env=harness_env, cwd=repo)
     assert not Outcome.objects.exists()
+
+
+def test_a_step_given_as_a_command_is_named_as_the_hook_names_it(harness_env, repo):
+    """``cairn-turn step --command`` and cairn-hook share one extraction
+    (cairn_client.opkeys): the lesson it teaches is the hook's lesson."""
+    env = harness_env
+    run("cairn-turn", "start", "--goal", "install the deps", env=env, cwd=repo)
+    pip = "pip install -r requirements.txt"
+    run("cairn-turn", "step", "--command", pip, "--failed", env=env, cwd=repo)
+    run("cairn-turn", "step", "--command", "uv pip install -r requirements.txt", env=env, cwd=repo)
+    both = run("cairn-turn", "step", "pip:install", "--command", pip, env=env, cwd=repo)
+    assert both.returncode == 2 and "not both" in both.stderr
+    run("cairn-check", "--label", "pytest", "--", sys.executable, "-c", "pass", env=env, cwd=repo)
+    assert run("cairn-turn", "end", env=env, cwd=repo).returncode == 0
+    outcome = Outcome.objects.get()
+    assert [(s["operation_key"], s["target"]) for s in outcome.approach] == [
+        ("bash:pip:install", "requirements.txt"),
+        ("bash:uv:pip-install", "requirements.txt"),
+    ]
+    lesson = Lesson.objects.get(operation_key="bash:uv:pip-install")
+    assert lesson.text == "Use `uv pip-install` instead of `pip install` for requirements.txt."

@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 
-from cairn_client import install
+from cairn_client import install, opkeys
 from cairn_client.client import Cairn, CairnError
 from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
@@ -96,39 +96,6 @@ DEFAULT_CHECK_PATTERNS: dict[str, list[str]] = {
 }
 MUTATING_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
-# How an operation is named: ``program`` or ``program:subcommand``, as a person says it.
-# - The program is the command's first word (its basename), after any ``VAR=value``
-#   assignments; ``python -m X`` is program X.
-# - Programs with subcommands (SUBCOMMANDS) add the first word that is not an option:
-#   ``pip install -r r.txt`` → ``pip:install``, ``git commit`` → ``git:commit``.
-# - Where that word is itself a group (``uv pip``, ``docker compose``, ``npm run``,
-#   ``gh pr``, or any word of a program marked "*"), its next word joins it with a
-#   dash: ``uv pip install`` → ``uv:pip-install``, ``gh pr list`` → ``gh:pr-list``,
-#   ``npm run build`` → ``npm:run-build``.
-# - The target is the last word that is not an option.
-SUBCOMMANDS: dict[str, set[str]] = {
-    "pip": set(),
-    "pip3": set(),
-    "pipx": set(),
-    "uv": {"pip", "tool", "python", "cache", "self"},
-    "npm": {"run", "cache"},
-    "pnpm": {"run"},
-    "yarn": {"run", "workspace"},
-    "git": {"stash", "remote", "submodule", "worktree", "config"},
-    "cargo": set(),
-    "go": {"mod"},
-    "make": set(),
-    "docker": {"compose", "container", "image", "network", "volume", "buildx"},
-    "poetry": {"run", "env"},
-    "gh": {"*"},
-    "kubectl": set(),
-    "helm": set(),
-    "terraform": set(),
-    "brew": set(),
-    "apt": set(),
-    "apt-get": set(),
-    "conda": {"env"},
-}
 # Prompts Claude Code submits on its own (a background task finished): not the user's.
 NOT_THE_USER = re.compile(
     r"^\s*(<task-notification|<bash-notification|<system-reminder|"
@@ -168,25 +135,8 @@ def _words(command: str) -> list[str]:
 
 def bash_operation(command: str) -> tuple[str, str]:
     """``uv pip install -r requirements.txt`` → (``uv:pip-install``, ``requirements.txt``):
-    the rule is in the comment above ``SUBCOMMANDS``."""
-    words = _words(command)
-    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
-        words = words[1:]
-    if not words:
-        return "bash", ""
-    program = os.path.basename(words[0])
-    rest = words[1:]
-    if re.fullmatch(r"python[0-9.]*", program) and rest[:1] == ["-m"] and len(rest) > 1:
-        program, rest = rest[1], rest[2:]
-    operation = program
-    if program in SUBCOMMANDS and rest and not rest[0].startswith("-"):
-        sub, rest = rest[0], rest[1:]
-        groups = SUBCOMMANDS[program]
-        if ("*" in groups or sub in groups) and rest and not rest[0].startswith("-"):
-            sub, rest = f"{sub}-{rest[0]}", rest[1:]
-        operation = f"{program}:{sub}"
-    target = next((w for w in reversed(rest) if not w.startswith("-")), "")
-    return operation, target
+    one simple command's operation key and target, by the shared rules of ``opkeys``."""
+    return opkeys.operation(_words(command))
 
 
 def _segments(command: str) -> list[list[str]] | None:
@@ -268,7 +218,7 @@ def _subject(tool: str, tool_input: dict) -> str:
     """What a tool call is on, for situations: a Bash command's program, else the tool."""
     if tool == "Bash":
         operation, _ = bash_operation(str(tool_input.get("command") or ""))
-        return operation.split(":", 1)[0] or "bash"
+        return opkeys.program_of(operation) or "bash"
     return tool
 
 
@@ -365,7 +315,7 @@ def _known_error(operation: str, kind: str | None, code: int | None, payload: di
     the person interrupted."""
     if kind or payload.get("is_interrupt"):
         return False
-    program = operation.removeprefix("bash:").split(":", 1)[0]
+    program = opkeys.program_of(operation)
     return not (program in ASKING_PROGRAMS and code == 1)
 
 
