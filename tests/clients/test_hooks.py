@@ -71,7 +71,7 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
     context = json.loads(started.stdout)["hookSpecificOutput"]
     assert context["hookEventName"] == "SessionStart"
     assert (
-        "Prefer bash:uv:pip-install over bash:pip:install for requirements.txt."
+        "Use `uv pip-install` instead of `pip install` for requirements.txt."
         in context["additionalContext"]
     )
 
