@@ -75,7 +75,7 @@ bench: $(STAMP)
 bench-loop: $(STAMP)
 	$(PY) -m cairn.embedded run -- $(PY) bench/agent_loop/run.py --serve \
 		--policies none,recency,self_report,cairn,cairn@heldout,self_report@heldout \
-		--seeds 20 --families 16 --out bench/results/agent_loop $(LOOP_ARGS)
+		--seeds 20 --families 32 --out bench/results/agent_loop $(LOOP_ARGS)
 	$(PY) bench/agent_loop/compare.py bench/results/agent_loop.json
 	$(PY) -m cairn.embedded run -- $(PY) bench/agent_loop/sweep.py $(SWEEP_ARGS)
 
