@@ -72,3 +72,20 @@ def test_a_flag_that_changes_behaviour_makes_another_operation():
 )
 def test_program_of_a_key(key, program):
     assert program_of(key) == program
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("pytest -q | tail -3", ("pytest", ".")),
+        ("pytest -q > out.txt 2>&1", ("pytest", ".")),
+        ("pytest tests/a 1>out", ("pytest", "tests/a")),
+        ("pip install -r requirements.txt 2>/dev/null", ("pip:install", "requirements.txt")),
+        ("make test || true", ("make:test", ".")),
+        ("ls | wc -l", ("ls", ".")),
+    ],
+)
+def test_the_hook_names_a_command_line_by_its_first_simple_command(command, expected):
+    from cairn_client.hooks import bash_operation
+
+    assert bash_operation(command) == expected

@@ -136,7 +136,7 @@ def _words(command: str) -> list[str]:
 def bash_operation(command: str) -> tuple[str, str]:
     """``uv pip install -r requirements.txt`` → (``uv:pip-install``, ``requirements.txt``):
     one simple command's operation key and target, by the shared rules of ``opkeys``."""
-    return opkeys.operation(_words(command))
+    return opkeys.operation(opkeys.first_simple_command(command))
 
 
 def _segments(command: str) -> list[list[str]] | None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 
 PROJECT = "."
 
@@ -207,3 +208,33 @@ def target_normalize(target: str) -> str:
 def program_of(key: str) -> str:
     """``uv:pip-install -e`` → ``uv``: the program an operation key runs."""
     return key.removeprefix("bash:").split(" ", 1)[0].split(":", 1)[0]
+
+
+def first_simple_command(command: str) -> list[str]:
+    """The argv of the first simple command of a command line, until a shell splitter
+    (``cairn_client.shell``, bashlex) hands over simple commands: the words up to the
+    first ``|``, ``||``, ``&&``, ``;`` or ``&``, without redirections and their files
+    (``pytest -q | tail -3`` → ``["pytest", "-q"]``). A line that cannot be read is
+    split on whitespace."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return command.split()
+    argv: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token and set(token) <= set("();<>|&"):
+            if token in ("|", "||", "&&", ";", "&", "(", ")", ";;", "|&"):
+                break
+            i += 2  # a redirection: its file (or descriptor) is not an argument
+            continue
+        redirect = i + 1 < len(tokens) and tokens[i + 1] and set(tokens[i + 1]) <= set("<>&")
+        if not (token.isdigit() and redirect):  # the 2 of 2>&1 is the redirection's
+            argv.append(token)
+        i += 1
+    if argv and argv[-1] == "$":  # the start of a $(...) cut at its parenthesis
+        argv.pop()
+    return argv
