@@ -69,7 +69,7 @@ bench: $(STAMP)
 
 # The agent-loop benchmark (docs/benchmarks/agent-loop.md): four memory policies on
 # the same seeds, plus cairn and self_report on the held-out attack set, against
-# gunicorn on the bench database (the published run: 20 seeds x 16 families).
+# gunicorn on the bench database (the full run: 20 seeds x all 32 families).
 # LOOP_ARGS narrows it (e.g. LOOP_ARGS="--seeds 5"); then the dev vs held-out attack
 # table, then the f/w/g sweep (SWEEP_ARGS).
 bench-loop: $(STAMP)

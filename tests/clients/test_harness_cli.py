@@ -155,7 +155,7 @@ def test_cairn_turn_sends_what_context_and_check_served_as_in_play(harness_env, 
     lesson = Lesson.objects.get(operation_key="uv:pip-install")
     env = {**harness_env, "CAIRN_SESSION": "sess-cli-2"}
     shown = run("cairn-turn", "check", "uv:pip-install", env=env, cwd=repo)
-    assert shown.returncode == 0 and "uv:pip-install" in shown.stdout
+    assert shown.returncode == 0 and "`uv pip-install`" in shown.stdout
     run("cairn-turn", "start", env=env, cwd=repo)
     run("cairn-turn", "step", "uv:pip-install", "--target", "requirements.txt", env=env, cwd=repo)
     run("cairn-check", "--", sys.executable, "-c", "pass", env=env, cwd=repo)

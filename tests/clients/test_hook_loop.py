@@ -104,7 +104,7 @@ def test_a_served_lesson_followed_and_passed_is_confirmed(harness_env, repo):
     before = lesson.confidence
 
     started = hook(event("SessionStart", "cc-session-2", repo, source="startup"), harness_env)
-    assert "uv:pip-install" in started["hookSpecificOutput"]["additionalContext"]
+    assert "`uv pip-install`" in started["hookSpecificOutput"]["additionalContext"]
     run_turn(
         harness_env,
         "cc-session-2",
@@ -249,7 +249,7 @@ def test_a_failed_checks_real_exit_status_is_read_from_the_error(harness_env, re
     outcome = Outcome.objects.get()
     assert [(c["kind"], c["label"], c["exit_code"]) for c in outcome.checks] == [
         ("test", "pytest", 0),
-        ("lint", "ruff", 2),
+        ("lint", "ruff:check", 2),  # ruff's verb is part of its operation (opkeys)
     ]
     assert outcome.passed is False
 
@@ -337,7 +337,7 @@ def test_deliberate_failures_are_logged_but_never_known_errors(harness_env, repo
     )
     assert [(c.operation_key, c.ok) for c in ToolCall.objects.order_by("at", "id")] == [
         ("bash:pytest", False),
-        ("bash:grep", False),
+        ("bash:grep -rn", False),  # flags that change behaviour are part of it (opkeys)
         ("bash:pip:install", False),
     ]
     errors = Knowledge.objects.filter(category=Category.ERROR)
