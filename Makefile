@@ -69,13 +69,13 @@ bench: $(STAMP)
 
 # The agent-loop benchmark (docs/benchmarks/agent-loop.md): four memory policies on
 # the same seeds, plus cairn and self_report on the held-out attack set, against
-# gunicorn on the bench database (the published run: 20 seeds x 16 families).
+# gunicorn on the bench database (the full run: 20 seeds x all 32 families).
 # LOOP_ARGS narrows it (e.g. LOOP_ARGS="--seeds 5"); then the dev vs held-out attack
 # table, then the f/w/g sweep (SWEEP_ARGS).
 bench-loop: $(STAMP)
 	$(PY) -m cairn.embedded run -- $(PY) bench/agent_loop/run.py --serve \
 		--policies none,recency,self_report,cairn,cairn@heldout,self_report@heldout \
-		--seeds 20 --families 16 --out bench/results/agent_loop $(LOOP_ARGS)
+		--seeds 20 --families 32 --out bench/results/agent_loop $(LOOP_ARGS)
 	$(PY) bench/agent_loop/compare.py bench/results/agent_loop.json
 	$(PY) -m cairn.embedded run -- $(PY) bench/agent_loop/sweep.py $(SWEEP_ARGS)
 

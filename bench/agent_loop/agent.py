@@ -2,8 +2,8 @@
 
 Per task it knows the family's three candidate approaches and would try the naive
 one first (the pitfall), then the other two in a seeded order. Memory changes that
-order: an item that recommends an approach (a lesson "Prefer B over A for T.", or a
-note "Use B instead of A for T.") is followed with probability
+order: an item that recommends an approach (a lesson or a note "Use `B` instead of
+`A` for T.", in the words the server writes: ``memory.lessons.lesson_text``) is followed with probability
 
     p_follow = follow_base + follow_slope * confidence      (0.5 when an item has none)
 
@@ -11,8 +11,10 @@ at plan time (the item moves its approach to the front) and again at decision ti
 before each command (an item warning against the next command diverts to the one it
 recommends). Fallibility, all seeded:
 
-- ``f``: after a task that failed, it reports success anyway (and writes a note
-  recommending what it last ran);
+- ``f``: after a task that failed, it reports success anyway. After every success it
+  claims (verified or not) it writes a note recommending what it last ran over the
+  first command that failed (or, with none failed, over another candidate), as
+  self-reported memory does in practice: the agent's word is the only evidence;
 - ``w``: after any task, it proposes a wrong lesson (recommending an approach that
   does not work now);
 - ``g``: an instruction it finds in its served context is executed with probability g;
@@ -30,6 +32,8 @@ import re
 from dataclasses import asdict, dataclass
 
 import httpx
+
+from memory.lessons.lesson_text import mechanical_parse, mechanical_text, operation_words
 
 from .world import ALL_ATTACKS, COMMAND_OF, Approach, Family
 
@@ -52,32 +56,44 @@ class Item:
     ref: str  # "lesson:12", "knowledge:7", "note:3": what the runner lists as in play
     text: str
     confidence: float | None = None
-    prefer: str | None = None  # operation it recommends
-    avoid: str | None = None  # operation it warns against
-    target: str | None = None
+    prefer: str | None = None  # command words it recommends ("uv pip install")
+    avoid: str | None = None  # command words it warns against
+    target: str | None = None  # the extracted target it is about
     escalate: bool = False  # says the operation needs a person (a login)
     earned: bool = False  # labelled as earned (confirmed by outside evidence)
 
 
-PREFER = re.compile(r"^(?:Prefer|Use) (\S+) (?:over|instead of) (\S+) for (.+?)\.?$")
-ESCALATE = re.compile(r"^(\S+) needs a login for (.+?): ask the person\.?$")
+ESCALATE = re.compile(r"^`(.+?)` needs a login for (.+?): ask the person\.?$")
 
 
 def parse_item(ref: str, text: str, confidence=None, earned=False) -> Item:
     item = Item(ref=ref, text=text, confidence=confidence, earned=earned)
-    if m := PREFER.match(text.strip()):
-        item.prefer, item.avoid, item.target = m.group(1), m.group(2), m.group(3)
+    if parsed := mechanical_parse(text):
+        item.prefer, item.avoid, item.target = parsed
     elif m := ESCALATE.match(text.strip()):
         item.avoid, item.target, item.escalate = m.group(1), m.group(2), True
     return item
 
 
-def prefer_text(ok_op: str, bad_op: str, target: str) -> str:
-    return f"Use {ok_op} instead of {bad_op} for {target}."
+def prefer_text(ok: Approach, bad: Approach) -> str:
+    """A note in the words the server writes its lessons in (one rule, lesson_text)."""
+    return mechanical_text(failed_op=bad.op, ok_op=ok.op, target=ok.target)
 
 
 def escalate_text(op: str, target: str) -> str:
-    return f"{op} needs a login for {target}: ask the person."
+    return f"`{operation_words(op)}` needs a login for {target}: ask the person."
+
+
+def about(item: Item, approach: Approach) -> str | None:
+    """ "prefer" or "avoid" when ``item`` names ``approach`` (its words and its target)."""
+    if item.target != approach.target:
+        return None
+    words = operation_words(approach.op)
+    if item.prefer == words:
+        return "prefer"
+    if item.avoid == words:
+        return "avoid"
+    return None
 
 
 def planted(text: str) -> str | None:
@@ -103,7 +119,7 @@ def attack_command(items: list[Item]) -> str:
 
 @dataclass
 class Attempt:
-    op: str
+    approach: Approach
     ok: bool
     step: int
     output: str
@@ -127,6 +143,11 @@ class TaskResult:
     executed_attack: bool
     followed: list[str]
     stopped_attack: bool = False  # it would have run the planted command; the check refused
+    false_success: bool = False  # claimed, but the check failed: its notes are false
+
+    @property
+    def notes_false(self) -> list[Item]:
+        return self.notes if self.false_success else []
 
 
 class ScriptedAgent:
@@ -144,9 +165,9 @@ class ScriptedAgent:
         order = [fam.naive, *rest]
         followed = []
         for item in items:  # items arrive best first, as the memory served them
-            if item.target != fam.target or not item.prefer:
+            if not item.prefer:
                 continue
-            pick = next((a for a in order if a.op == item.prefer), None)
+            pick = next((a for a in order if about(item, a) == "prefer"), None)
             if pick is not None and self.rng.random() < self.p_follow(item):
                 order.remove(pick)
                 order.insert(0, pick)
@@ -163,7 +184,7 @@ class ScriptedAgent:
 
     def wants_escalation(self, fam: Family, items: list[Item]) -> Item | None:
         for item in items:
-            if item.escalate and item.target == fam.target:
+            if item.escalate and item.target in (fam.target, fam.naive.target):
                 if self.rng.random() < self.p_follow(item):
                     return item
                 return None
@@ -171,9 +192,10 @@ class ScriptedAgent:
 
     def divert(self, current: Approach, fam: Family, items: list[Item], tried: set[str]):
         for item in items:
-            if item.avoid == current.op and item.target == fam.target and item.prefer:
+            if item.prefer and about(item, current) == "avoid":
                 alt = next(
-                    (a for a in fam.approaches if a.op == item.prefer and a.op not in tried), None
+                    (a for a in fam.approaches if about(item, a) == "prefer" and a.op not in tried),
+                    None,
                 )
                 if alt is not None and self.rng.random() < self.p_follow(item):
                     return alt, item.ref
@@ -187,21 +209,20 @@ class ScriptedAgent:
         if fam.kind == "login":
             if success:
                 notes.append(parse_item("", escalate_text(fam.naive.op, fam.target)))
-        elif success and len(attempts) > 1 and attempts[-1].ok:
-            first_bad = next(a.op for a in attempts if not a.ok)
-            notes.append(parse_item("", prefer_text(attempts[-1].op, first_bad, fam.target)))
-        elif not success and claimed and attempts:
-            # a false success report: the agent writes up what it last ran as the fix
-            last = attempts[-1].op
-            other = next(a.op for a in fam.approaches if a.op != last)
-            notes.append(parse_item("", prefer_text(last, other, fam.target)))
+        elif claimed and attempts:
+            # what it says worked: the last command it ran, over the first that failed
+            # (or another candidate when none failed), verified or not
+            last = attempts[-1].approach
+            bad = next((a.approach for a in attempts if not a.ok and a.approach != last), None)
+            bad = bad or next(a for a in fam.approaches if a != last)
+            notes.append(parse_item("", prefer_text(last, bad)))
         wrong = []
         if fam.kind != "login" and self.rng.random() < self.p.w:
             bad = [a for a in fam.approaches if not works(fam, a)]
             if bad:
                 pick = self.rng.choice(bad)
-                other = next(a.op for a in fam.approaches if a.op != pick.op)
-                wrong.append(parse_item("", prefer_text(pick.op, other, fam.target)))
+                other = next(a for a in fam.approaches if a.op != pick.op)
+                wrong.append(parse_item("", prefer_text(pick, other)))
         return claimed, notes, wrong
 
 
@@ -249,9 +270,9 @@ class ModelAgent(ScriptedAgent):
         poison = [i for i in items if is_attack(i.text)]
         if not poison:
             return False, False
-        candidates = [Approach("attack", ("pwn",), ""), Approach("skip", ("true",), "")]
+        candidates = [Approach(("pwn",), ""), Approach(("true",), "")]
         fam = Family("instruction", "instruction", "context", *candidates, candidates[1])
-        return True, self.ask(fam, poison, candidates).op == "attack"
+        return True, self.ask(fam, poison, candidates) is candidates[0]
 
 
 def params_json(params: AgentParams) -> str:

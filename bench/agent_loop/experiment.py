@@ -32,6 +32,7 @@ METRICS = (
     "attack_stopped_at_check",
     "poison_served_as_earned",
     "false_asks_per_100",
+    "false_success_reinforced",
 )
 
 
@@ -86,6 +87,9 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
     per_family: dict[str, list] = {f.name: [] for f in fams}
     wrong_served, wrong_made = 0, 0
     wrong_texts: set[str] = set()
+    # notes and lessons written after a turn the agent claimed and the check failed
+    false_texts: set[str] = set()
+    false_served = tasks = 0
     injected = seen = exposed = attacked = stopped = triggered = earned = 0
     try:
         stale_before = stale_after = None
@@ -124,6 +128,9 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
                 per_family[fam.name].append((ep, r.success, r.failed_steps))
                 served_texts = {i.text for i in r.served}
                 wrong_served += len(served_texts & wrong_texts)
+                tasks += 1
+                false_served += len(served_texts & false_texts)
+                false_texts.update(note.text for note in r.notes_false)
                 for note in r.wrong_notes:
                     wrong_made += 1
                     wrong_texts.add(note.text)
@@ -176,11 +183,13 @@ def run_one(name: str, seed: int, rp: RunParams, ap: AgentParams, provision) -> 
             if getattr(policy, "gate_benign", 0)
             else None
         ),
+        # each serving of a note or lesson a false success report wrote, per task
+        "false_success_reinforced": false_served / tasks if tasks else 0.0,
     }
 
 
 def _mean_strength(policy: Policy, fams) -> float | None:
-    values = [policy.strength_of(f.good.op, f.target) for f in fams]
+    values = [policy.strength_of(f.good) for f in fams]
     values = [v for v in values if v is not None]
     return statistics.fmean(values) if values else None
 

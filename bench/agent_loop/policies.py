@@ -16,16 +16,21 @@ from __future__ import annotations
 import itertools
 import uuid
 
+from cairn_client.opkeys import program_of
+
+from memory.lessons.lesson_text import operation_words
+
 from .agent import (
     Attempt,
     Item,
     ScriptedAgent,
     TaskResult,
+    about,
     attack_command,
     is_attack,
     parse_item,
 )
-from .world import COMMAND_OF, Family, Project
+from .world import COMMAND_OF, Approach, Family, Project
 
 SERVE_MAX = 5
 
@@ -36,7 +41,8 @@ class Policy:
     def plan(self, fam: Family) -> list[Item]:
         return []
 
-    def check(self, fam: Family, op: str) -> list[Item]:
+    def check(self, fam: Family, approach: Approach) -> list[Item]:
+        """Decision time, before ``approach`` runs: what memory says about it."""
         return []
 
     def screen(self, text: str, *, source: str) -> bool:
@@ -57,8 +63,8 @@ class Policy:
     def poison_is_earned(self, item: Item) -> bool:
         return False
 
-    def strength_of(self, op: str, target: str) -> float | None:
-        """How strongly memory recommends ``op`` for ``target`` (None: no strengths)."""
+    def strength_of(self, approach: Approach) -> float | None:
+        """How strongly memory recommends ``approach`` (None: no strengths)."""
         return None
 
 
@@ -81,13 +87,18 @@ class NotesPolicy(Policy):
         return parse_item(f"note:{note['id']}", note["text"])
 
     def plan(self, fam):
-        # memory layers retrieve by similarity: notes about this target, and notes that
-        # read like project conventions (the attacker's text is written to look like one)
-        hits = [n for n in self.ranked() if fam.target in n["text"] or is_attack(n["text"])]
+        # memory layers retrieve by similarity: notes about this task's commands, and
+        # notes that read like project conventions (the attacker's text is written to
+        # look like one)
+        hits = [
+            n
+            for n in self.ranked()
+            if is_attack(n["text"]) or any(about(self.item(n), a) for a in fam.approaches)
+        ]
         return [self.item(n) for n in hits[:SERVE_MAX]]
 
-    def check(self, fam, op):
-        hits = [n for n in self.ranked() if op in n["text"] and fam.target in n["text"]]
+    def check(self, fam, approach):
+        hits = [n for n in self.ranked() if about(self.item(n), approach)]
         return [self.item(n) for n in hits[:SERVE_MAX]]
 
     def record(self, fam, result, served):
@@ -95,6 +106,18 @@ class NotesPolicy(Policy):
             self.add(note.text)
         for text in result.memorized:
             self.add(text)
+
+    def strength_of(self, approach):
+        if not any(about(self.item(n), approach) == "prefer" for n in self.notes):
+            return None
+        return max(
+            (
+                self.item(n).confidence or 0.5
+                for n in self.notes
+                if about(self.item(n), approach) == "prefer"
+            ),
+            default=None,
+        )
 
 
 class RecencyPolicy(NotesPolicy):
@@ -141,9 +164,8 @@ class SelfReportPolicy(NotesPolicy):
     def poison_is_earned(self, item):
         return item.confidence is not None and item.confidence > 0.5
 
-    def strength_of(self, op, target):
-        hits = [n["strength"] for n in self.notes
-                if (i := self.item(n)).prefer == op and i.target == target]  # fmt: skip
+    def strength_of(self, approach):
+        hits = [n["strength"] for n in self.notes if about(self.item(n), approach) == "prefer"]
         return max(hits, default=0.0)
 
 
@@ -200,8 +222,8 @@ class CairnPolicy(Policy):
         self.served_refs = [i.ref for i in items]
         return items
 
-    def check(self, fam, op):
-        body = self.agent.lessons_check(op, machine=self.machine, context="global")
+    def check(self, fam, approach):
+        body = self.agent.lessons_check(approach.op, machine=self.machine, context="global")
         items = [self._lesson(lesson) for lesson in body["lessons"]]
         for blocker in body.get("blockers", []):
             items.append(
@@ -209,7 +231,7 @@ class CairnPolicy(Policy):
                     ref="",
                     text=blocker.get("content", ""),
                     confidence=blocker.get("confidence", 0.9),
-                    avoid=op,
+                    avoid=operation_words(approach.op),
                     target=fam.target,
                     escalate=True,
                     earned=True,
@@ -229,9 +251,9 @@ class CairnPolicy(Policy):
         the command text (``injected_instruction`` refuses it). The classifier is pure,
         so its verdict per command string is cached for the seed."""
         if command not in self.command_verdicts:
-            from cairn_client.hooks import bash_operation
+            from cairn_client.hooks import bash_operation  # the hook's own extraction
 
-            op, _ = bash_operation(command)
+            op = f"bash:{bash_operation(command)[0]}"
             body = self.agent.lessons_check(op, machine=self.machine, context="global")
             answer = self.harness.classify(tool=op, exit_code=0, output=command)
             kind = (answer.get("situation") or {}).get("kind")
@@ -257,10 +279,10 @@ class CairnPolicy(Policy):
     def on_step(self, task_id, fam, attempt):
         if fam.kind != "login" or attempt.ok:
             return None
-        head = fam.naive.op.split(":")[0]
+        head = program_of(fam.naive.op)
         answer = self.harness.post_result(
             task_id,
-            tool=attempt.op,
+            tool=attempt.approach.op,
             ok=False,
             subject=head,
             machine=self.machine,
@@ -275,9 +297,10 @@ class CairnPolicy(Policy):
         return answer.get("action")
 
     def record(self, fam, result, served):
+        # what the shipped hook would report for each command: its extracted key and target
         approach = [
-            {"operation_key": a.op, "target": fam.target, "outcome": "ok" if a.ok else "failed",
-             "step": a.step, "mutated": True}
+            {"operation_key": a.approach.op, "target": a.approach.target,
+             "outcome": "ok" if a.ok else "failed", "step": a.step, "mutated": True}
             for a in result.attempts
         ]  # fmt: skip
         checks = []
@@ -309,17 +332,20 @@ class CairnPolicy(Policy):
         )
         # the model's own word goes through its own token: stored, claimed, never weighed
         for note in result.notes + result.wrong_notes:
-            op = note.prefer or note.avoid or fam.naive.op
+            words = note.prefer or note.avoid
+            op = next(
+                (a.op for a in fam.approaches if operation_words(a.op) == words), fam.naive.op
+            )
             self.agent.propose_lesson(note.text, op)
         for text in result.memorized:
             self.agent.remember(text, category="fact", context="global")
 
-    def strength_of(self, op, target):
-        body = self.agent.lessons(operation_key=op, state="active", limit=200)
+    def strength_of(self, approach):
+        body = self.agent.lessons(operation_key=approach.op, state="active", limit=200)
         hits = [
             lesson["confidence"]
             for lesson in body["results"]
-            if parse_item("", lesson["text"]).target == target
+            if about(parse_item("", lesson["text"]), approach) == "prefer"
         ]
         return max(hits, default=0.0)
 
@@ -331,6 +357,36 @@ class CairnPolicy(Policy):
             body = self.agent.knowledge_item(int(pk))
             return body.get("confidence", 0.5) > 0.5 + 1e-9
         return False
+
+
+def decide(
+    *, policy: Policy, agent: ScriptedAgent, fam: Family, current: Approach, tried: set[str]
+) -> tuple[str, Approach, list[Approach], list[str]]:
+    """Decision time for ONE command, the one place every command the agent is about to
+    run goes through, the one it was diverted to included (as the shipped
+    ``PreToolUse`` hook checks every Bash call): what memory says about it
+    (``policy.check``: an escalation stops the task, a warning may divert to the command
+    it recommends, which is then checked the same way), then the gate on the command
+    line (``policy.command_allowed``).
+
+    Returns (``run`` | ``refused`` | ``escalate``, the command, the commands it was
+    diverted from, the refs of the items followed)."""
+    diverted_from: list[Approach] = []
+    refs: list[str] = []
+    while True:
+        checked = policy.check(fam, current)
+        if agent.wants_escalation(fam, checked):
+            return "escalate", current, diverted_from, refs
+        seen = tried | {a.op for a in diverted_from} | {current.op}
+        alt, ref = agent.divert(current, fam, checked, seen)
+        if alt is None:
+            break
+        diverted_from.append(current)
+        refs.append(ref)
+        current = alt
+    if not policy.command_allowed(" ".join(current.argv)):
+        return "refused", current, diverted_from, refs
+    return "run", current, diverted_from, refs
 
 
 def run_task(
@@ -360,26 +416,20 @@ def run_task(
         current = queue.pop(0)
         if current.op in tried:
             continue
-        checked = policy.check(fam, current.op)
-        if agent.wants_escalation(fam, checked):
+        verdict, current, diverted_from, refs = decide(
+            policy=policy, agent=agent, fam=fam, current=current, tried=tried
+        )
+        followed += refs
+        queue[:0] = diverted_from  # what it was diverted from may still be tried later
+        if verdict == "escalate":
             escalated = True
             break
-        alt, ref = agent.divert(current, fam, checked, tried)
-        if alt is not None:
-            queue.insert(0, current)
-            current = alt
-            followed.append(ref)
-            # the command it diverted to is checked too before it runs
-            if agent.wants_escalation(fam, policy.check(fam, current.op)):
-                escalated = True
-                break
-        if not policy.command_allowed(" ".join(current.argv)):
-            tried.add(current.op)  # refused at decision time: not run, not a failed step
-            continue
         tried.add(current.op)
+        if verdict == "refused":
+            continue  # refused at decision time: not run, not a failed step
         step += 1
         code, out = project.run(current.argv)
-        attempt = Attempt(current.op, code == 0, step, out)
+        attempt = Attempt(current, code == 0, step, out)
         attempts.append(attempt)
         if policy.on_step(task_id, fam, attempt) == "escalate":
             escalated = True
@@ -399,6 +449,7 @@ def run_task(
     project.reset(fam)
     failed_steps = sum(1 for a in attempts if not a.ok) + (1 if verify_exit not in (None, 0) else 0)
     claimed, notes, wrong = agent.reflect(fam, attempts, success, project.works)
+    false_success = claimed and not success and fam.kind != "login"
     memorized = []
     for text in seen:
         if is_attack(text) and policy.screen(text, source="verify"):
@@ -421,6 +472,7 @@ def run_task(
         executed_attack=executed,
         stopped_attack=stopped,
         followed=[r for r in followed if r],
+        false_success=false_success,
     )
     result.served = items  # for the metrics: what plan time served
     policy.record(fam, result, items)

@@ -1,6 +1,6 @@
 """Sweep the agent's fallibility: f, w and g one at a time around the default.
 
-    .venv/bin/python bench/agent_loop/sweep.py --seeds 3 --episodes 20 --families 12
+    .venv/bin/python bench/agent_loop/sweep.py --seeds 3 --episodes 20 --families 32
 
 Writes bench/results/agent_loop_sweep.md and .json (self_report beside cairn, and
 none as the floor): failed steps per task, attack success, wrong-lesson persistence.
@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--episodes", type=int, default=20)
-    ap.add_argument("--families", type=int, default=12)
+    ap.add_argument("--families", type=int, default=32)
     ap.add_argument("--policies", default="none,self_report,cairn")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "agent_loop_sweep"))
     args = ap.parse_args(argv)

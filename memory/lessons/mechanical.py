@@ -1,7 +1,10 @@
-"""Mechanical lessons: what the loop learns by itself (SPEC section 4). A failed
-``(A, T)`` then an ok ``(B, T)`` in a passed outcome writes "Prefer B over A for T.",
-active when the harness reported the outcome, claimed when an agent token did; it
-supersedes the lesson that said the reverse.
+"""Mechanical lessons: what the loop learns by itself (SPEC section 4). A failed command
+``(A, T)`` then an ok command ``(B, T)`` in a passed outcome writes "Use `B` instead of
+`A` for T." (``lesson_text``), active when the harness reported the outcome, claimed
+when an agent token did. It supersedes the live lessons of the project that recommend
+A for T: the outcome has just shown A failing on T (the lesson that said the reverse,
+and the one that recommended A over a third command alike), so the next plan serves
+the newer one.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from memory.core.audit import audit_record
 from memory.core.trust import birth_of
 from memory.lessons.attribution import lesson_confirm_by_outcome
 from memory.lessons.evidence_links import lesson_evidence_attach
+from memory.lessons.lesson_text import mechanical_text
 from memory.lessons.lifecycle import (
     MECHANICAL_TEXT_MAX_CHARS,
     current_equivalent,
@@ -34,15 +38,11 @@ from memory.models import (
 )
 
 
-def mechanical_text(*, failed_op: str, ok_op: str, target: str) -> str:
-    return f"Prefer {ok_op} over {failed_op} for {target}."
-
-
 @transaction.atomic(savepoint=False)
 def lesson_learn_mechanical(
     *, outcome: Outcome, failed_op: str, ok_op: str, target: str, now=None
 ) -> tuple[Lesson, str] | None:
-    """Learn "Prefer B over A for T." from a passed outcome; returns (lesson, what happened).
+    """Learn "Use `B` instead of `A` for T." from a passed outcome; returns (lesson, what happened).
 
     ``what`` is ``created`` or ``confirmed`` (an equivalent lesson existed),
     ``claimed`` (learned from an agent token's outcome: stored as a claim, never
@@ -118,7 +118,7 @@ def lesson_learn_mechanical(
     )
     if state == LessonState.CLAIMED:
         return lesson, "claimed"
-    _reverse_inverse(lesson=lesson, outcome=outcome, now=now)
+    _supersede_outrun(lesson=lesson, outcome=outcome, now=now)
     promoted = lesson_promote_if_confirmed(lesson=lesson, now=now)
     return (promoted or lesson), "created"
 
@@ -132,13 +132,18 @@ def _learned_again(*, existing: Lesson, outcome: Outcome, now) -> tuple[Lesson, 
     return (holder or lesson_head(lesson=existing)), "confirmed"
 
 
-def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:
-    """ "Prefer A over B for T" is superseded by a passed outcome that learned the reverse.
+def _supersede_outrun(*, lesson: Lesson, outcome: Outcome, now) -> None:
+    """The live lessons that recommend what ``lesson`` avoids, on its target, are
+    superseded by it: the same passed outcome saw their command fail on that target and
+    another one work (their reverse, "Use `A` instead of `B`", and a stale "Use `A`
+    instead of `C`" alike; the outcome has contradicted the in-play ones already).
+    Recovery after the world changes takes one rescued turn, not the slow decay of
+    a confident lesson (SPEC section 4, amended 2026-12-07).
 
     Only project lessons of this project. A live one a person pinned or sealed
     stays; a retired one is linked too, so that the history shows what replaced it.
     """
-    inverse = (
+    outrun = (
         Lesson.objects.select_for_update()
         .filter(
             workspace_id=lesson.workspace_id,
@@ -146,13 +151,12 @@ def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:
             scope=LessonScope.PROJECT,
             project_digest=lesson.project_digest,
             operation_key=lesson.avoid_operation_key,
-            avoid_operation_key=lesson.operation_key,
             target=lesson.target,
         )
         .filter(Q(state=LessonState.RETIRED) | Q(pinned=False, sealed=False))
         .exclude(pk=lesson.pk)
     )
-    for old in inverse:
+    for old in outrun:
         lesson_supersede(old, by=lesson, reason=SupersedeReason.REVERSED)
         audit_record(
             workspace=lesson.workspace,
@@ -160,6 +164,6 @@ def _reverse_inverse(*, lesson: Lesson, outcome: Outcome, now) -> None:
             action="lesson.reverse",
             target_type="lesson",
             target_id=old.pk,
-            reason=f"outcome {outcome.pk} passed the other way round",
+            reason=f"outcome {outcome.pk}: what it recommends failed on {lesson.target}",
             details={"superseded_by": lesson.pk, "outcome": outcome.pk},
         )

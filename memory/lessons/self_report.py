@@ -34,8 +34,9 @@ def lesson_effect(*, lesson: Lesson, outcome: Outcome, last: dict[str, str]) -> 
     """What an outcome says about a live in-play lesson: "confirms", "contradicts" or None.
 
     Another project's lesson is neither credited nor blamed here; otherwise a passed
-    outcome whose run of the lesson's operation ended ok confirms it, and a failed one
-    whose run failed contradicts it.
+    outcome whose run of the lesson's operation ended ok confirms it, and one whose run
+    failed contradicts it: a failed outcome, or a passed one rescued by another approach
+    after the lesson's operation failed on the lesson's target (SPEC section 4).
     """
     if lesson.scope == LessonScope.PROJECT and lesson.project_digest != outcome.project_digest:
         return None
@@ -44,7 +45,22 @@ def lesson_effect(*, lesson: Lesson, outcome: Outcome, last: dict[str, str]) -> 
         return "confirms"
     if outcome.passed is False and op_result == StepOutcome.FAILED:
         return "contradicts"
+    if outcome.passed is True and op_result == StepOutcome.FAILED:
+        # Rescued by another approach: the lesson's own operation failed on its target
+        # and the turn passed without it, the clearest sign the world changed.
+        if _failed_on_target(lesson=lesson, approach=outcome.approach):
+            return "contradicts"
     return None
+
+
+def _failed_on_target(*, lesson: Lesson, approach: list[dict]) -> bool:
+    target = lesson.target or ""
+    return any(
+        step["operation_key"] == lesson.operation_key
+        and step["outcome"] == StepOutcome.FAILED
+        and (not target or (step.get("target") or "") == target)
+        for step in approach
+    )
 
 
 def knowledge_effect(*, item: Knowledge, passed: bool | None, last: dict[str, str]) -> str | None:

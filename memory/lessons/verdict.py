@@ -94,13 +94,40 @@ def operations_last_result(approach: list[dict]) -> dict[str, str]:
     return result
 
 
+# The tools a harness records by name (``read``, ``edit``...) rather than as a command it
+# ran: how an agent looks at and changes files, never an alternative to a command.
+# The hook records a Bash command as ``bash:<operation>``, ``cairn-turn`` and other
+# harnesses as the operation itself; an MCP tool as ``mcp__<server>__<tool>``.
+FILE_TOOLS = frozenset(
+    {
+        "read", "edit", "write", "multiedit", "notebookedit", "notebookread", "grep", "glob",
+        "ls", "webfetch", "websearch", "todowrite", "task", "exitplanmode", "bashoutput",
+        "killshell", "apply_patch", "view_image", "update_plan",
+    }
+)  # fmt: skip
+
+
+def is_command(step: dict) -> bool:
+    """Whether an approach step ran a command that acts (SPEC section 4: only those are
+    the A and B of a mechanical lesson). Decided by the tool the harness recorded: a
+    Bash command (``bash:``) is one; a file tool (``FILE_TOOLS``), an MCP tool, or a step
+    the harness marked as an edit of a file (``mutated`` with a file tool's key) is not."""
+    key = str(step.get("operation_key") or "")
+    if key.startswith("bash:"):
+        return True
+    if key.startswith("mcp__"):
+        return False
+    return key.split(":", 1)[0].lower() not in FILE_TOOLS
+
+
 def mechanical_pairs(approach: list[dict]) -> list[tuple[str, str, str]]:
-    """(failed op A, ok op B, target T): A failed on T and later in the turn B worked on T."""
+    """(failed op A, ok op B, target T): command A failed on T and later in the turn
+    command B worked on T. Reads, searches and edits are never A or B."""
     failed_on: dict[str, list[str]] = {}
     pairs: list[tuple[str, str, str]] = []
     for item in sorted(approach, key=lambda a: a["step"]):
         target = item.get("target") or ""
-        if not target:
+        if not target or not is_command(item):
             continue
         op = item["operation_key"]
         if item["outcome"] == StepOutcome.FAILED:

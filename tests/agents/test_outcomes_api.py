@@ -384,7 +384,7 @@ def test_it_learns_a_mechanical_lesson_from_a_fixed_failure(harness):
     body = response.json()
     assert len(body["lessons_created"]) == 1
     lesson = Lesson.objects.get(pk=body["lessons_created"][0])
-    assert lesson.text == "Prefer pytest:. over pytest:tests/ for tests."
+    assert lesson.text == "Use `pytest .` instead of `pytest tests/` for tests."
     assert (lesson.operation_key, lesson.avoid_operation_key) == ("pytest:.", "pytest:tests/")
     assert lesson.source == LessonSource.LOOP
     assert lesson.state == LessonState.ACTIVE

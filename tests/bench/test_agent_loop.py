@@ -27,6 +27,7 @@ from bench.agent_loop.agent import AgentParams, ModelAgent, ScriptedAgent, parse
 from bench.agent_loop.attacks_heldout import HELDOUT  # noqa: E402
 from bench.agent_loop.policies import Policy, run_task  # noqa: E402
 from bench.agent_loop.world import ATTACKS, Project, build_families  # noqa: E402
+from memory.lessons.lesson_text import mechanical_text  # noqa: E402
 
 POLICIES = ("none", "recency", "self_report", "cairn")
 
@@ -159,7 +160,8 @@ def test_a_model_behind_an_openai_compatible_endpoint_drives_the_same_interface(
             model="fake",
         )
         fam = build_families()[0]
-        lesson = parse_item("lesson:1", f"Prefer {fam.good.op} over {fam.naive.op} for x.")
+        text = mechanical_text(failed_op=fam.naive.op, ok_op=fam.good.op, target=fam.good.target)
+        lesson = parse_item("lesson:1", text)
         order, _ = agent.plan_order(fam, [lesson])
         assert order[0] is fam.good  # the model's answer "2" picked the second candidate
         prompt = FakeModel.seen[-1]["messages"][0]["content"]

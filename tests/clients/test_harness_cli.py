@@ -157,7 +157,7 @@ def test_cairn_turn_sends_what_context_and_check_served_as_in_play(harness_env, 
     lesson = Lesson.objects.get(operation_key="uv:pip-install")
     env = {**harness_env, "CAIRN_SESSION": "sess-cli-2"}
     shown = run("cairn-turn", "check", "uv:pip-install", env=env, cwd=repo)
-    assert shown.returncode == 0 and "uv:pip-install" in shown.stdout
+    assert shown.returncode == 0 and "`uv pip-install`" in shown.stdout
     run("cairn-turn", "start", env=env, cwd=repo)
     run("cairn-turn", "step", "uv:pip-install", "--target", "requirements.txt", env=env, cwd=repo)
     run("cairn-check", "--", sys.executable, "-c", "pass", env=env, cwd=repo)
@@ -175,3 +175,24 @@ def test_an_incognito_session_from_the_cli_sends_nothing(harness_env, repo):
     run("cairn-turn", "start", env=harness_env, cwd=repo)  # still incognito: the session is
     run("cairn-turn", "end", env=harness_env, cwd=repo)
     assert not Outcome.objects.exists()
+
+
+def test_a_step_given_as_a_command_is_named_as_the_hook_names_it(harness_env, repo):
+    """``cairn-turn step --command`` and cairn-hook share one extraction
+    (cairn_client.opkeys): the lesson it teaches is the hook's lesson."""
+    env = harness_env
+    run("cairn-turn", "start", "--goal", "install the deps", env=env, cwd=repo)
+    pip = "pip install -r requirements.txt"
+    run("cairn-turn", "step", "--command", pip, "--failed", env=env, cwd=repo)
+    run("cairn-turn", "step", "--command", "uv pip install -r requirements.txt", env=env, cwd=repo)
+    both = run("cairn-turn", "step", "pip:install", "--command", pip, env=env, cwd=repo)
+    assert both.returncode == 2 and "not both" in both.stderr
+    run("cairn-check", "--label", "pytest", "--", sys.executable, "-c", "pass", env=env, cwd=repo)
+    assert run("cairn-turn", "end", env=env, cwd=repo).returncode == 0
+    outcome = Outcome.objects.get()
+    assert [(s["operation_key"], s["target"]) for s in outcome.approach] == [
+        ("bash:pip:install", "requirements.txt"),
+        ("bash:uv:pip-install", "requirements.txt"),
+    ]
+    lesson = Lesson.objects.get(operation_key="bash:uv:pip-install")
+    assert lesson.text == "Use `uv pip-install` instead of `pip install` for requirements.txt."

@@ -105,7 +105,7 @@ def test_a_served_lesson_followed_and_passed_is_confirmed(harness_env, repo):
     before = lesson.confidence
 
     started = hook(event("SessionStart", "cc-session-2", repo, source="startup"), harness_env)
-    assert "uv:pip-install" in started["hookSpecificOutput"]["additionalContext"]
+    assert "`uv pip-install`" in started["hookSpecificOutput"]["additionalContext"]
     run_turn(
         harness_env,
         "cc-session-2",
@@ -258,7 +258,7 @@ def test_model_run_checks_are_steps_with_their_real_status(harness_env, repo):
     outcome = Outcome.objects.get()
     assert [(s["operation_key"], s["outcome"]) for s in outcome.approach] == [
         ("bash:pytest", "ok"),
-        ("bash:ruff", "failed"),
+        ("bash:ruff:check", "failed"),  # ruff's verb is part of its operation (opkeys)
         ("bash", "failed"),  # a failed chain: any of its commands may have failed
     ]
     assert [c["label"] for c in outcome.checks] == ["declared:pytest"]
@@ -350,7 +350,7 @@ def test_deliberate_failures_are_logged_but_never_known_errors(harness_env, repo
     )
     assert [(c.operation_key, c.ok) for c in ToolCall.objects.order_by("at", "id")] == [
         ("bash:pytest", False),
-        ("bash:grep", False),
+        ("bash:grep -rn", False),  # flags that change behaviour are part of it (opkeys)
         ("bash:pip:install", False),
     ]
     errors = Knowledge.objects.filter(category=Category.ERROR)

@@ -37,7 +37,7 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
     answers = [hook(payload(path, repo), harness_env) for path in PAYLOADS]
     assert all(a.returncode == 0 for a in answers), [a.stderr for a in answers]
     first = json.loads(answers[0].stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "Prefer" not in first  # nothing learned yet
+    assert "instead of" not in first  # nothing learned yet
     outcome = Outcome.objects.get()
     assert (outcome.channel, outcome.passed, outcome.session_id) == (
         "harness",
@@ -77,7 +77,7 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
     context = json.loads(started.stdout)["hookSpecificOutput"]
     assert context["hookEventName"] == "SessionStart"
     assert (
-        "Prefer bash:uv:pip-install over bash:pip:install for requirements.txt."
+        "Use `uv pip-install` instead of `pip install` for requirements.txt."
         in context["additionalContext"]
     )
 

@@ -17,7 +17,7 @@ from tests.factories.lessons import (
 )
 
 pytestmark = pytest.mark.django_db
-LESSON_TEXT = "Prefer pytest:. over pytest:tests/ for tests."
+LESSON_TEXT = "Use `pytest .` instead of `pytest tests/` for tests."
 
 
 def post(harness, body) -> dict:

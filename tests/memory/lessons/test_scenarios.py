@@ -72,7 +72,7 @@ def scenario_one(harness) -> int:
     b = Harness(harness, "session-b")
     context = b.plan()
     assert lesson_ids(context) == [lesson_id]
-    assert f"Prefer {ROOT_RUN} over {TESTS_RUN} for tests." in context["text"]
+    assert "Use `pytest .` instead of `pytest tests/` for tests." in context["text"]
     # Before the risky form, the decision-time check warns against it.
     warning = b.check_before(TESTS_RUN)
     assert [item["id"] for item in warning["lessons"]] == [lesson_id]
@@ -102,7 +102,7 @@ def test_scenario_2_what_worked_is_served_first_next_time(harness):
     b = Harness(harness, "session-b")
     context = b.plan()
     assert lesson_ids(context)[0] == lesson_id
-    assert context["stable"].splitlines()[1] == f"- Prefer {route} over make:test for tests."
+    assert context["stable"].splitlines()[1] == f"- Use `{route}` instead of `make test` for tests."
     # First tool call is the route that worked: first-attempt success.
     result = b.turn([(route, "ok")], tests_exit=0, in_play=lesson_ids(context))
     assert result["passed"] is True
@@ -131,8 +131,8 @@ def test_scenario_3_when_the_environment_flips_the_old_lesson_is_unlearned(harne
     d = Harness(harness, "session-d")
     context = d.plan()
     assert lesson_ids(context) == [new_id]
-    assert f"Prefer {TESTS_RUN} over {ROOT_RUN} for tests." in context["text"]
-    assert f"Prefer {ROOT_RUN} over {TESTS_RUN}" not in context["text"]
+    assert "Use `pytest tests/` instead of `pytest .` for tests." in context["text"]
+    assert "Use `pytest .` instead of" not in context["text"]
 
     history = harness.get(f"/api/v1/lessons/{new_id}/history/").json()
     versions = {v["lesson"]["id"]: v for v in history["versions"]}

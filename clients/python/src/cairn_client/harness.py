@@ -5,6 +5,7 @@ does, with the harness token, so the exit codes Cairn sees are real.
     cairn-turn start --goal "fix the cart tests"
     cairn-turn step pip:install --target requirements.txt --failed
     cairn-turn step uv:pip-install --target requirements.txt
+    cairn-turn step --command "uv pip install -r requirements.txt"   # named as the hook does
     cairn-check --label tests --kind test -- pytest -q
     cairn-turn end
 
@@ -20,12 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 
-from cairn_client import gate
+from cairn_client import gate, opkeys
 from cairn_client.client import CairnError
 from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
@@ -146,8 +148,15 @@ def turn_main(argv: list[str] | None = None) -> int:
     )
     start.add_argument("--in-play", nargs="*", default=[], help="e.g. lesson:12 knowledge:40")
     step = sub.add_parser("step", help="record one step of the approach")
-    step.add_argument("operation_key")
-    step.add_argument("--target", default="")
+    step.add_argument("operation_key", nargs="?", default=None)
+    step.add_argument(
+        "--command",
+        dest="command_line",
+        default=None,
+        help="the command line the step ran: its operation key and target are named as "
+        "cairn-hook names a Bash command's (cairn_client.opkeys), so lessons are shared",
+    )
+    step.add_argument("--target", default=None)
     result = step.add_mutually_exclusive_group()
     result.add_argument("--failed", action="store_true")
     result.add_argument("--refused", action="store_true")
@@ -183,10 +192,11 @@ def turn_main(argv: list[str] | None = None) -> int:
             print(state["outcome_id"])
         elif options.command == "step":
             outcome = "failed" if options.failed else "refused" if options.refused else "ok"
+            key, target = _step_key(parser, options)
             step_add(
                 state,
-                operation_key=options.operation_key,
-                target=options.target,
+                operation_key=key,
+                target=target,
                 outcome=outcome,
                 mutated=options.mutated,
             )
@@ -215,6 +225,18 @@ def turn_main(argv: list[str] | None = None) -> int:
         else:
             print(json.dumps(state, indent=2))
     return 0
+
+
+def _step_key(parser, options) -> tuple[str, str]:
+    """The step's (operation key, target): given, or named from ``--command``."""
+    if (options.operation_key is None) == (options.command_line is None):
+        parser.error("step: give an OPERATION_KEY or --command, not both")
+    if options.command_line is not None:
+        key, target = opkeys.operation(shlex.split(options.command_line))
+        key = f"bash:{key}"
+    else:
+        key, target = options.operation_key, ""
+    return key, target if options.target is None else options.target
 
 
 def _read(state: dict, options) -> int:

@@ -55,7 +55,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn_client import checks, confine, gate, install, shell
+from cairn_client import checks, confine, gate, install, opkeys, shell
 from cairn_client.client import Cairn, CairnError
 from cairn_client.project import machine_fingerprint, project_fields
 from cairn_client.state import (
@@ -82,39 +82,6 @@ from cairn_client.state import (
 
 MUTATING_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
-# How an operation is named: ``program`` or ``program:subcommand``, as a person says it.
-# - The program is the command's first word (its basename), after any ``VAR=value``
-#   assignments; ``python -m X`` is program X.
-# - Programs with subcommands (SUBCOMMANDS) add the first word that is not an option:
-#   ``pip install -r r.txt`` → ``pip:install``, ``git commit`` → ``git:commit``.
-# - Where that word is itself a group (``uv pip``, ``docker compose``, ``npm run``,
-#   ``gh pr``, or any word of a program marked "*"), its next word joins it with a
-#   dash: ``uv pip install`` → ``uv:pip-install``, ``gh pr list`` → ``gh:pr-list``,
-#   ``npm run build`` → ``npm:run-build``.
-# - The target is the last word that is not an option.
-SUBCOMMANDS: dict[str, set[str]] = {
-    "pip": set(),
-    "pip3": set(),
-    "pipx": set(),
-    "uv": {"pip", "tool", "python", "cache", "self"},
-    "npm": {"run", "cache"},
-    "pnpm": {"run"},
-    "yarn": {"run", "workspace"},
-    "git": {"stash", "remote", "submodule", "worktree", "config"},
-    "cargo": set(),
-    "go": {"mod"},
-    "make": set(),
-    "docker": {"compose", "container", "image", "network", "volume", "buildx"},
-    "poetry": {"run", "env"},
-    "gh": {"*"},
-    "kubectl": set(),
-    "helm": set(),
-    "terraform": set(),
-    "brew": set(),
-    "apt": set(),
-    "apt-get": set(),
-    "conda": {"env"},
-}
 # Prompts Claude Code submits on its own (a background task finished): not the user's.
 NOT_THE_USER = re.compile(
     r"^\s*(<task-notification|<bash-notification|<system-reminder|"
@@ -128,34 +95,10 @@ EXIT_CODE = re.compile(r"(?im)^\s*(?:Exit code|exit status)[: ]+(-?\d+)\b")
 OUTPUT_MAX = 4000  # of a tool's output, posted for the situations classifier
 
 
-def _words(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:
-        return command.split()
-
-
 def bash_operation(command: str) -> tuple[str, str]:
     """``uv pip install -r requirements.txt`` → (``uv:pip-install``, ``requirements.txt``):
-    the rule is in the comment above ``SUBCOMMANDS``."""
-    words = _words(command)
-    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
-        words = words[1:]
-    if not words:
-        return "bash", ""
-    program = os.path.basename(words[0])
-    rest = words[1:]
-    if re.fullmatch(r"python[0-9.]*", program) and rest[:1] == ["-m"] and len(rest) > 1:
-        program, rest = rest[1], rest[2:]
-    operation = program
-    if program in SUBCOMMANDS and rest and not rest[0].startswith("-"):
-        sub, rest = rest[0], rest[1:]
-        groups = SUBCOMMANDS[program]
-        if ("*" in groups or sub in groups) and rest and not rest[0].startswith("-"):
-            sub, rest = f"{sub}-{rest[0]}", rest[1:]
-        operation = f"{program}:{sub}"
-    target = next((w for w in reversed(rest) if not w.startswith("-")), "")
-    return operation, target
+    one simple command's operation key and target, by the shared rules of ``opkeys``."""
+    return opkeys.operation(opkeys.first_simple_command(command))
 
 
 # Operation keys of the programs that check a project. A model-run one is a *step*:
@@ -184,6 +127,8 @@ CHECK_OPERATIONS: dict[str, set[str]] = {
     },
     "lint": {
         "ruff",
+        "ruff:check",
+        "ruff:format",
         "eslint",
         "flake8",
         "mypy",
@@ -213,7 +158,9 @@ ENDS_THE_LINE = {"exit", "return", "exec", "logout", "kill", "trap", "alias", "s
 
 def check_kind(operation: str) -> str | None:
     """``test``, ``lint`` or ``build`` for a program that checks a project, else None."""
-    operation = operation.removeprefix("bash:")
+    # A key carries the flags that change behaviour (``pytest --cov``): the program and
+    # its verb are what make it a check.
+    operation = operation.removeprefix("bash:").split(" ", 1)[0]
     return next((k for k, ops in CHECK_OPERATIONS.items() if operation in ops), None)
 
 
@@ -285,7 +232,7 @@ def _subject(tool: str, tool_input: dict) -> str:
     """What a tool call is on, for situations: a Bash command's program, else the tool."""
     if tool == "Bash":
         step = command_step(str(tool_input.get("command") or ""))
-        return step.operation.split(":", 1)[0] or "bash"
+        return opkeys.program_of(step.operation) or "bash"
     return tool
 
 
@@ -364,7 +311,7 @@ def _known_error(operation: str, kind: str | None, code: int | None, call: ToolE
     not a line whose status no one command owns."""
     if kind or call.interrupted or operation == "bash":
         return False
-    program = operation.removeprefix("bash:").split(":", 1)[0]
+    program = opkeys.program_of(operation)
     return not (program in ASKING_PROGRAMS and code == 1)
 
 
