@@ -33,6 +33,7 @@ Prints a table (ms per item); writes nothing under bench/results/.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import sys
 import time
@@ -108,6 +109,8 @@ ORDER = (
 
 
 def _timed(label, fn):
+    # wraps: a view keeps its schema annotations (the body caps are read from them)
+    @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         with _clock(label):
             return fn(*args, **kwargs)
