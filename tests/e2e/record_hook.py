@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shlex
 import subprocess
 import sys
 
@@ -20,7 +21,9 @@ def main() -> int:
     with open(log, "a") as out:
         fcntl.flock(out, fcntl.LOCK_EX)
         out.write(line + "\n")
-    proc = subprocess.run(" ".join(rest), shell=True, input=raw, text=True)
+    # Quoted again: the hook's own arguments (``--check 'test=python -m pytest -q'``)
+    # must reach it as the shell that ran this recorder gave them.
+    proc = subprocess.run(shlex.join(rest), shell=True, input=raw, text=True)
     return proc.returncode
 
 

@@ -75,5 +75,6 @@ def test_claude_code_is_asked_before_planted_commands_and_not_before_an_earned_o
     assert [(c.command, c.decision) for c in checks] == [(PIPE, "ask"), (EXFIL, "ask")]
     # the asked commands never ran: the harness logged no call of them
     ran = set(ToolCall.objects.values_list("operation_key", flat=True))
-    assert "bash:pip:download" in ran  # the earned command ran (its own exit status)
-    assert not {"bash:curl"} & ran
+    programs = {key.split(" ", 1)[0] for key in ran}  # a key carries its behaviour flags
+    assert "bash:pip:download" in programs  # the earned command ran (its own exit status)
+    assert "bash:curl" not in programs
