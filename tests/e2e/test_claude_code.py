@@ -89,7 +89,8 @@ def test_session_1_becomes_a_harness_outcome_with_real_exit_codes_and_no_lesson(
         ("bash:pytest", ".", "ok"),
     ]
     [check] = outcome.checks
-    assert (check["kind"], check["label"], check["exit_code"]) == ("test", "pytest", 0)
+    # the evidence is the declared check the Stop hook ran, not the model's own pytest
+    assert (check["kind"], check["label"], check["exit_code"]) == ("test", "declared:pytest", 0)
 
     calls = ToolCall.objects.order_by("at", "id")
     assert [(c.tool, c.operation_key, c.ok, c.channel) for c in calls] == [

@@ -215,6 +215,8 @@ def test_the_model_cannot_patch_the_hooks_code(claude, tokens, how):
     import cairn_client
 
     claude.install(tokens["harness"], tokens["agent"])
+    # The project's suite fails: a passing outcome could only be forged.
+    (claude.project / "test_broken.py").write_text("def test_broken():\n    assert False\n")
     target = Path(cairn_client.__file__).resolve().parent / "hooks.py"
     before = target.read_bytes()
     evil = "import os; open('/tmp/stolen', 'w').write(os.environ.get('CAIRN_HARNESS_TOKEN', ''))"
