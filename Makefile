@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	$(PY) -m pip install --quiet -e ./clients/python
+	@# The bench extra (AgentDojo's attack templates, read as files) without the model SDKs it pulls.
+	$(PY) -m pip install --quiet --no-deps "$$($(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["bench"][0])')"
 	@touch $(STAMP)
 
 install: $(STAMP)

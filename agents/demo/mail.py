@@ -184,7 +184,8 @@ def skill_sessions(mail: DemoClient, workspace: Workspace) -> None:
         "observed_content",
         "sess_demo2#12",
     )
-    said("sess_demo2#15", "Treat mail from cfo@acme.example as priority.")
+    # A fact applies at once, so the person's own sentence says it (SPEC section 6).
+    said("sess_demo2#15", "Mail from our CFO comes first. Set cfo@acme.example to yes.")
     mail.call(
         "post",
         "skills/triage-inbox/deltas/",
@@ -198,7 +199,7 @@ def skill_sessions(mail: DemoClient, workspace: Workspace) -> None:
             "provenance": {"source": "user_instruction", "turns": ["sess_demo2#15"]},
         },
     )
-    said("sess_demo2#16", "Our holiday calendar is Bavaria's (DE-BY).")
+    said("sess_demo2#16", "Our holiday calendar is Bavaria's. Set region to DE-BY.")
     mail.call(
         "put",
         "facts/holiday_calendar/region/",

@@ -102,16 +102,20 @@ SET n = memory_textstat.n + excluded.n,
 """
 
 
-def fold(*, batch: int = 50_000) -> dict:
+def fold(*, batch: int = 50_000, wait: bool = False) -> dict:
     """Move pending deltas into ``memory_textstat``, ``batch`` rows a transaction, and
     drop counts that reached zero. Returns the rows folded. Readers see the counts
     before or after each transaction, never between: the deltas leave and the counts
-    change in one commit."""
+    change in one commit. Another fold running: skipped, or with ``wait`` (an erasure,
+    which must see the words it erased gone) waited for."""
     folded = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_FOLD_LOCK])
-            if not cursor.fetchone()[0]:
+            if wait:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s), true", [_FOLD_LOCK])
+            else:
+                cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_FOLD_LOCK])
+            if not cursor.fetchone()[-1]:
                 return {"folded": folded, "skipped": 1}
             cursor.execute(_FOLD_SQL, {"batch": batch})
             done = cursor.rowcount

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.db import connection
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from memory.core.selectors import day_start
@@ -66,13 +67,20 @@ def lessons_changed_since(*, workspace: Workspace, change: str, since: date) -> 
 
 
 def lesson_change_counts(*, workspace: Workspace, since: date) -> dict[str, int]:
-    """How many rows each of ``lessons_changed_since``'s filters holds: one query."""
-    start = day_start(since)
-    return Lesson.objects.filter(workspace=workspace, superseded_by__isnull=True).aggregate(
-        **{
-            change: Count(
-                "id", filter=lesson_change_q(workspace=workspace, change=change, since=start)
-            )
-            for change in CHANGES
-        }
-    )
+    """How many rows each of ``lessons_changed_since``'s filters holds: one statement,
+    counting the very querysets the Lessons filter shows. Each count is its own scalar
+    subquery, so the lineage walk is a semi-join run once; inside an aggregate's FILTER
+    it was a subplan the planner re-ran for every lesson (minutes at 10,000 rows)."""
+    parts, params = [], []
+    for change in CHANGES:
+        sql, change_params = (
+            lessons_changed_since(workspace=workspace, change=change, since=since)
+            .values("id")
+            .query.sql_with_params()
+        )
+        parts.append(f"(SELECT count(*) FROM ({sql}) AS {change}_rows) AS {change}")
+        params.extend(change_params)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(parts)}", params)
+        row = cursor.fetchone()
+    return dict(zip(CHANGES, (int(n) for n in row), strict=True))

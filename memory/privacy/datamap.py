@@ -475,6 +475,44 @@ def _entries() -> list[Table]:
             workspace_path="delivery__webhook__workspace",
             cascades_from=("memory.WebhookDelivery",),
         ),
+        # ---- the action gate (SPEC section 4a)
+        Table(
+            "memory.ActionCheck",
+            CONTENT,
+            "A command the action gate asked a person about or denied, with its reasons "
+            "and the person's answer. Not exported: an answer is trust given on this "
+            "install, and an import must not carry it to another.",
+            selectors={
+                "agent": by_agent(),
+                "project": by("project_digest"),
+                "session": by("session_id"),
+            },
+            quoted=("command", "reasons", "reach"),
+        ),
+        Table(
+            "memory.ActionApproval",
+            CONTENT,
+            "A reach part (an address, a path, a program) a person approved for one "
+            "project. Not exported, for the same reason as the gate's checks.",
+            selectors={"project": by("project_digest")},
+        ),
+        # ---- full-text statistics, kept by triggers on knowledge (migration 0007)
+        Table(
+            "memory.TextStat",
+            DERIVED,
+            "Per workspace and word, how many recallable knowledge rows hold it. An erased "
+            "row's share leaves by trigger; the job folds the counts, so a word only "
+            "erased rows held is deleted, and rewrites the table.",
+            workspace_path="workspace_id",
+            by_trigger=True,
+        ),
+        Table(
+            "memory.TextStatDelta",
+            DERIVED,
+            "Changes to those counts not yet folded; the erasure job folds them all.",
+            workspace_path="workspace_id",
+            by_trigger=True,
+        ),
         # ---- replays (last: other steps delete the records that quote their rows)
         Table(
             "memory.IdempotencyRecord",

@@ -30,6 +30,7 @@ from memory.core.jobs import job_enqueue, job_progress, job_run_create
 from memory.core.locks import advisory_lock_blocking
 from memory.core.secrets import refuse_secrets
 from memory.core.valkey import valkey_aof_rewrite
+from memory.knowledge import text_stats
 from memory.models import (
     ErasureReceipt,
     ErasureSelector,
@@ -374,6 +375,11 @@ def erasure_execute(
             if left:
                 remaining[step.table.label] += left
 
+    # The text counts of erased knowledge left by trigger; folding drops the words only
+    # they held (the fold is global: one at a time, it waits for a running one).
+    by_trigger = [t.label for t in TABLES.values() if t.by_trigger]
+    stats_folded = text_stats.fold(wait=True) if "memory.Knowledge" in tally.counts else None
+
     reasons = reasons_redact(workspace=workspace, selector=selector)
     effects = {
         "reasons_redacted": reasons,
@@ -394,7 +400,12 @@ def erasure_execute(
     # run does not know what its killed predecessor deleted or rebuilt.
     vacuum = vacuum_tables(
         labels=erasure_touched_tables(),
-        rewrite=[*counts, *tally.rebuilt, *(REDACTED_TABLES if reasons else ())],
+        rewrite=[
+            *counts,
+            *tally.rebuilt,
+            *(REDACTED_TABLES if reasons else ()),
+            *(by_trigger if stats_folded is not None else ()),
+        ],
     )
     # Deleted cache keys stay in Valkey's append-only file until it is rewritten.
     effects["valkey_aof_rewritten"] = valkey_aof_rewrite()
@@ -403,6 +414,8 @@ def erasure_execute(
     effects["rewrite_skipped_busy"] = vacuum["rewrite_skipped"]
     effects["vacuum_skipped_busy"] = vacuum["skipped"]
     effects["rebuilt"] = dict(sorted(tally.rebuilt.items()))
+    if stats_folded is not None:
+        effects["text_stats_folded"] = stats_folded["folded"]
     return {
         "preview": preview.as_dict(),
         "counts": counts,

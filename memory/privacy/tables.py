@@ -108,6 +108,11 @@ class Table:
     # Columns whose values are content an API response echoes back: a stored
     # idempotency replay quoting one of them goes when the row goes.
     quoted: tuple[str, ...] = ()
+    # Kept by database triggers from the rows of another table (the full-text counts
+    # from knowledge): never deleted from directly, since its rows count many sources.
+    # The triggers take an erased row's share out; the job then folds the counts, so
+    # a word only erased rows held is gone, and rewrites the table's files.
+    by_trigger: bool = False
 
     @property
     def model(self) -> type[models.Model]:
@@ -115,4 +120,4 @@ class Table:
 
     @property
     def erasable(self) -> bool:
-        return self.role in (CONTENT, DERIVED)
+        return self.role in (CONTENT, DERIVED) and not self.by_trigger

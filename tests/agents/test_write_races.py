@@ -479,7 +479,7 @@ def test_a_spaced_out_aws_key_id_is_refused_on_every_write_path(method, path):
     agent = AgentFactory()
     client = api_client(agent, scope="harness")
     url = path.format(namespace="ns", key="k", item_id=1, lesson_id=1, session_id="s",
-                      name="triage-inbox", turn_id="t1")  # fmt: skip
+                      name="triage-inbox", turn_id="t1", check_id=1)  # fmt: skip
     body = {"note": f"the deploy key is {SPACED_AWS_KEY_ID}"}
     response = getattr(client, method.lower())(url, body, format="json")
     assert response.status_code == 422, (response.status_code, response.content[:300])

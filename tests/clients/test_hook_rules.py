@@ -41,7 +41,7 @@ def test_operations_are_named_by_program_and_subcommand(command, operation, targ
         ("pytest -q", "pytest"),
         (".venv/bin/pytest -q", "pytest"),
         ("python -m pytest", "pytest"),
-        ("python3.11 -m pytest -x tests", "pytest"),
+        ("python3.11 -m pytest -x tests", "pytest -x"),  # -x changes what runs
         ("uv run pytest -q", "pytest"),
         ("uv run --frozen python -m pytest", "pytest"),
         ("poetry run pytest", "pytest"),
@@ -49,7 +49,7 @@ def test_operations_are_named_by_program_and_subcommand(command, operation, targ
         ("npm test", "npm:test"),
         ("npm run test", "npm:run-test"),
         ("make test", "make:test"),
-        ("cargo test --all", "cargo:test"),
+        ("cargo test --all", "cargo:test --all"),
         ("go test ./...", "go:test"),
         ("cd sub && pytest -q", "pytest"),
         ("pytest -q > out.txt 2>&1", "pytest"),
