@@ -6,6 +6,7 @@ os.environ.setdefault("CAIRN_REDIS_DB", "1")
 
 from cairn.settings import *  # noqa: E402,F403
 from cairn.settings import STATIC_ROOT  # noqa: E402
+from cairn.env import envbool  # noqa: E402
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {
@@ -25,6 +26,11 @@ CAIRN_WEBHOOK_TIMEOUT_S = 1.0
 # Most tests run inside a transaction that holds its tables' locks until the end:
 # an erasure's rewrite there waits this long, then falls back to a plain VACUUM.
 CAIRN_ERASURE_VACUUM_WAIT_S = 0.2
+# ... and its VACUUM's truncation step waits 5 s (PostgreSQL's own timeout) for each
+# table such a transaction holds: off in the test process. The test Celery worker,
+# which erases committed rows (the file sweep of tests/memory/privacy/
+# test_erasure_every_copy.py reads what it leaves), keeps it on (tests/conftest.py).
+CAIRN_ERASURE_VACUUM_TRUNCATE = envbool("CAIRN_ERASURE_VACUUM_TRUNCATE", False)
 # The test receivers listen on 127.0.0.1 (tests/factories/webhooks.py): the one
 # internal receiver tests allow. The destination tests set their own list.
 CAIRN_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]

@@ -31,6 +31,8 @@ def _worker_env(db_name: str) -> dict:
     env["DJANGO_SETTINGS_MODULE"] = "cairn.settings_test"
     env["CAIRN_DATABASE_NAME"] = db_name
     env["CAIRN_REDIS_DB"] = os.environ.get("CAIRN_REDIS_DB", "1")
+    # The worker erases committed rows, so its VACUUM truncates (cairn/settings_test.py).
+    env["CAIRN_ERASURE_VACUUM_TRUNCATE"] = "true"
     return env
 
 

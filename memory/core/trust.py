@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 
 from cairn.errors import ApplicationError
 from memory.models import (
@@ -84,26 +84,29 @@ def birth_of(*, channel: str, verified: bool) -> Birth:
     return Birth(str(LessonState.CLAIMED), settings.CAIRN_LESSON_CLAIMED_CONFIDENCE)
 
 
-def knowledge_earned_ids(ids) -> set[int]:
-    """Which of these knowledge items are *earned*: written through a channel that
-    weighs or by a person's hand (source user, sealed, pinned), or raised at least
-    once by harness or person evidence. One query."""
+def knowledge_earned_ids(ids, *, workspace_id: int) -> set[int]:
+    """Which of these knowledge items of the workspace are *earned*: written through a
+    channel that weighs or by a person's hand (source user, sealed, pinned), or raised
+    at least once by harness or person evidence. One query, in the workspace."""
     ids = sorted({int(pk) for pk in ids})
     if not ids:
         return set()
     weighing = sorted(WEIGHING_CHANNELS)
-    by_row = Knowledge.objects.filter(pk__in=ids).filter(
-        Q(channel__in=weighing) | Q(source=Source.USER) | Q(sealed=True) | Q(pinned=True)
-    )
     raised = ConfidenceChange.objects.filter(
+        workspace_id=workspace_id,
         target_type=TargetType.KNOWLEDGE,
-        target_id__in=ids,
+        target_id=OuterRef("pk"),
         channel__in=weighing,
         after__gt=F("before"),
     )
-    return set(by_row.values_list("pk", flat=True)) | set(
-        raised.values_list("target_id", flat=True)
+    earned = Knowledge.objects.filter(workspace_id=workspace_id, pk__in=ids).filter(
+        Q(channel__in=weighing)
+        | Q(source=Source.USER)
+        | Q(sealed=True)
+        | Q(pinned=True)
+        | Q(Exists(raised))
     )
+    return set(earned.values_list("pk", flat=True))
 
 
 def words_may_change(*, actor, earned: bool) -> bool:
@@ -116,7 +119,9 @@ def words_may_change(*, actor, earned: bool) -> bool:
 
 def words_change_require(*, actor, item) -> None:
     """403 when ``actor`` would change the words of an earned item (see above)."""
-    if words_may_change(actor=actor, earned=bool(knowledge_earned_ids([item.pk]))):
+    if words_may_change(
+        actor=actor, earned=bool(knowledge_earned_ids([item.pk], workspace_id=item.workspace_id))
+    ):
         return
     raise ApplicationError(
         f"Knowledge item {item.pk} was earned (confirmed by the harness or a person), so "

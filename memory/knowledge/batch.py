@@ -71,7 +71,9 @@ def _store_many(
     plan: list[tuple] = []
     texts: dict[tuple[str, Any], tuple[str, frozenset[str]]] = {}  # current wording
     earned = (
-        knowledge_earned_ids(row.pk for rows in candidates.values() for row in rows)
+        knowledge_earned_ids(
+            (row.pk for rows in candidates.values() for row in rows), workspace_id=workspace.pk
+        )
         if not actor.weighs
         else set()
     )

@@ -223,7 +223,11 @@ def find_duplicate(
         return None
     best: tuple[Candidate, float] | None = None
     candidates = _dedup_candidates(workspace, prepared)
-    earned = knowledge_earned_ids(row.pk for row in candidates) if not actor.weighs else set()
+    earned = (
+        knowledge_earned_ids((row.pk for row in candidates), workspace_id=workspace.pk)
+        if not actor.weighs
+        else set()
+    )
     for row in candidates:
         if not words_may_change(actor=actor, earned=row.pk in earned):
             continue

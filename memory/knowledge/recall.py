@@ -33,13 +33,12 @@ from memory.knowledge.bm25 import bm25_ctes, bm25_params
 from memory.knowledge.selectors import json_value
 from memory.knowledge.text_stats import idf_ctes as stats_idf_ctes
 from memory.knowledge.text_stats import scope_ctes as stats_scope_ctes
-from memory.knowledge.text_stats import workspace_rows
 from memory.knowledge.vector_search import (
-    ef_search_for_rows,
     nearest_rows,
     nearest_rows_params,
     plan_for_these_values,
     set_vector_search,
+    set_vector_search_for_workspace,
     vector_literal,
 )
 from memory.models import (
@@ -421,8 +420,10 @@ def knowledge_search(
         with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
             if use_vector:
                 # The walk widens with the workspace (issue 52): see ef_search_for_rows.
-                ef = ef_search or ef_search_for_rows(workspace_rows(cursor, workspace.pk))
-                set_vector_search(cursor, ef_search=max(ef, n))
+                if ef_search:
+                    set_vector_search(cursor, ef_search=max(ef_search, n))
+                else:
+                    set_vector_search_for_workspace(cursor, workspace_id=workspace.pk, floor=n)
             else:
                 plan_for_these_values(cursor)
             cursor.execute(sql, params)

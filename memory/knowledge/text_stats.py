@@ -68,19 +68,6 @@ def idf_ctes(*, include_sensitive: bool) -> str:
     ),"""
 
 
-def workspace_rows(cursor, workspace_id: int) -> int:
-    """The workspace's recallable knowledge rows (sensitive ones included)."""
-    cursor.execute(
-        """SELECT coalesce(sum(n), 0) FROM (
-            SELECT n FROM memory_textstat WHERE workspace_id = %(w)s AND lexeme = ''
-            UNION ALL
-            SELECT n FROM memory_textstatdelta WHERE workspace_id = %(w)s AND lexeme = ''
-        ) s""",
-        {"w": workspace_id},
-    )
-    return int(cursor.fetchone()[0])
-
-
 # One fold at a time (two would update the same counts in different orders).
 _FOLD_LOCK = 0x7465787473746174  # "textstat"
 

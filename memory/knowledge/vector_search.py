@@ -143,6 +143,41 @@ def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = No
     )
 
 
+#: ``ef_search_for_rows`` in SQL, over the workspace's kept row count (text_stats), so a
+#: recall sets its walk in the statement that sets the other search settings.
+_EF_FOR_WORKSPACE = """
+    SELECT CASE WHEN r.n <= %(grow_from)s THEN greatest(%(base)s, %(floor)s)
+           ELSE greatest(%(floor)s, %(base)s, least(%(max)s,
+                round(%(base)s * power(r.n::float8 / %(grow_from)s, %(growth)s))::int))
+           END::text
+    FROM (SELECT coalesce(sum(n), 0) AS n FROM (
+        SELECT n FROM memory_textstat WHERE workspace_id = %(workspace_id)s AND lexeme = ''
+        UNION ALL
+        SELECT n FROM memory_textstatdelta WHERE workspace_id = %(workspace_id)s AND lexeme = ''
+    ) s) r
+"""
+
+
+def set_vector_search_for_workspace(cursor, *, workspace_id: int, floor: int) -> None:
+    """``set_vector_search`` with the walk ``ef_search_for_rows`` gives the workspace's
+    recallable rows (at least ``floor``), read and set in one statement."""
+    cursor.execute(
+        f"SELECT set_config('hnsw.ef_search', ({_EF_FOR_WORKSPACE}), true), "
+        "set_config('hnsw.iterative_scan', %(scan)s, true), "
+        "set_config('hnsw.max_scan_tuples', %(tuples)s, true), " + _CUSTOM_PLANS,
+        {
+            "workspace_id": workspace_id,
+            "floor": int(floor),
+            "base": int(settings.CAIRN_RECALL_EF_SEARCH),
+            "grow_from": max(1, int(settings.CAIRN_RECALL_EF_SEARCH_GROW_FROM)),
+            "growth": float(settings.CAIRN_RECALL_EF_SEARCH_GROWTH),
+            "max": int(settings.CAIRN_RECALL_EF_SEARCH_MAX),
+            "scan": settings.CAIRN_RECALL_ITERATIVE_SCAN,
+            "tuples": str(int(settings.CAIRN_RECALL_MAX_SCAN_TUPLES)),
+        },
+    )
+
+
 def ef_search_for_rows(rows: int) -> int:
     """The HNSW walk's breadth for a scope of ``rows`` rows: ``CAIRN_RECALL_EF_SEARCH``
     up to ``CAIRN_RECALL_EF_SEARCH_GROW_FROM`` rows, then growing as

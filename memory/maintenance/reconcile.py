@@ -139,7 +139,7 @@ def _protected(item: Knowledge) -> bool:
 
 def _confirmed(item: Knowledge) -> bool:
     """Earned (``memory.core.trust.knowledge_earned_ids``): the one definition."""
-    return item.pk in knowledge_earned_ids([item.pk])
+    return item.pk in knowledge_earned_ids([item.pk], workspace_id=item.workspace_id)
 
 
 def _unconfirmed_agent_word(item: Knowledge) -> bool:

@@ -29,13 +29,13 @@ def test_it_loads_once_and_populates_the_queues(capsys):
     assert deltas.filter(status="orphaned").count() == 3
     # Learned from a failed-then-succeeded pair, then confirmed at the next session.
     install = Lesson.objects.get(
-        workspace=workspace, text__icontains="uv:pip-install over pip:install"
+        workspace=workspace, text__icontains="Use `uv pip install` instead of `pip install`"
     )
     assert install.state == "active"
     assert install.confidence > 0.5
     # The environment flip: the old compose lesson was superseded by the reversed one.
     flipped = Lesson.objects.get(
-        workspace=workspace, text__icontains="compose-v1 over docker:compose-v2"
+        workspace=workspace, text__icontains="Use `docker compose-v1` instead of `docker compose-v2`"
     )
     assert flipped.state == "active"
     assert Lesson.objects.filter(workspace=workspace, state="claimed").count() == 1

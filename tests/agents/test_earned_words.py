@@ -138,7 +138,7 @@ def confirmed():
             target=item, kind="test_passed", evidence_id=f"outcome:{n}", channel=Channel.HARNESS
         )
     item.refresh_from_db()
-    assert item.pk in knowledge_earned_ids([item.pk])
+    assert item.pk in knowledge_earned_ids([item.pk], workspace_id=item.workspace_id)
     return agent, item
 
 
@@ -165,7 +165,10 @@ def test_an_agent_token_never_rewrites_an_earned_item(confirmed, method, path, v
         # Stored beside it, as the agent's claim.
         created = Knowledge.objects.exclude(pk=item.pk).filter(workspace=item.workspace)
         assert created.exists()
-        assert all(row.pk not in knowledge_earned_ids([row.pk]) for row in created)
+        assert all(
+            row.pk not in knowledge_earned_ids([row.pk], workspace_id=row.workspace_id)
+            for row in created
+        )
     if method == "PATCH":
         assert response.status_code == 403
         assert response.json()["error"]["code"] == "earned"

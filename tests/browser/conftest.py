@@ -62,6 +62,34 @@ def login(live_server, page):
     return do
 
 
+def url_is(base_url: str, path: str, query: dict[str, str] | None = None, *, exact=True):
+    """A predicate for ``wait_for_url``: ``path`` on the live server (``*`` one segment,
+    a trailing ``**`` anything below) whose query, ``ws`` left out and in any order, is
+    ``query`` (``None``: any query; ``exact=False``: at least these pairs; a filter form
+    sends its empty fields too). Every review link and GET form names its workspace
+    (reviews/links.py), so where ``ws`` sits in the query is not the test's business."""
+    import re
+    from urllib.parse import parse_qsl, urlsplit
+
+    body = re.escape(path).replace(r"\*\*", ".*").replace(r"\*", "[^/?#]+")
+    pattern = re.compile(rf"{body}$")
+
+    def matches(url: str) -> bool:
+        if not url.startswith(base_url):
+            return False
+        parts = urlsplit(url[len(base_url) :])
+        if not pattern.match(parts.path):
+            return False
+        if query is None:
+            return True
+        pairs = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "ws"]
+        if not exact:
+            return set(query.items()) <= set(pairs)
+        return sorted(pairs) == sorted(query.items())
+
+    return matches
+
+
 def at(base_url: str, path: str):
     """A URL pattern for ``wait_for_url``: ``path`` on the live server, with or without
     the ``?ws=<workspace>`` every review link and redirect carries (reviews/links.py).

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEvent
-from tests.browser.conftest import at
+from tests.browser.conftest import at, url_is
 from tests.factories.knowledge import KnowledgeFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,7 +20,9 @@ def test_search_then_archive_and_restore_without_a_reload(login, live_server, wo
     page.wait_for_url(at(live_server.url, "/knowledge/"))
     page.evaluate("window.__cairnMarker = 'same page'")
     page.fill("#knowledge-q", "staging database")
-    page.wait_for_url(re.compile(r"/knowledge/\?q=staging(%20|\+)database"))
+    page.wait_for_url(
+        url_is(live_server.url, "/knowledge/", {"q": "staging database"}, exact=False)
+    )
     hit = page.locator(f"#knowledge-{host.pk}")
     expect(hit.locator("td.rank")).to_have_text("1")
     expect(page.locator("#rows .filter-note")).to_contain_text("does not count as a use")

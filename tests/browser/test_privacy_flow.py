@@ -33,7 +33,7 @@ def test_an_admin_erases_a_person_and_keeps_the_certificate(
 
     # The preview counts rows per table; nothing is gone yet.
     counts = page.get_by_test_id("preview-counts")
-    expect(counts).to_contain_text("memory.Knowledge")
+    expect(counts).to_contain_text("Knowledge items")
     expect(page.locator("#preview-title")).to_contain_text("This erasure deletes")
     assert Knowledge.objects.filter(pk__in=gone.knowledge).exists()
 

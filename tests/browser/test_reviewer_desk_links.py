@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from memory.core.actors import Actor
 from memory.skills.consent import delta_approve
-from tests.browser.conftest import at
+from tests.browser.conftest import at, url_is
 from tests.factories.identity import WorkspaceFactory
 from tests.factories.review import OutcomeFactory
 from tests.factories.skills import learning_agent, propose, register_v2
@@ -198,7 +198,7 @@ def test_a_typed_reason_survives_a_login_redirect(login, live_server, workspace,
     page.context.clear_cookies()
     page.context.add_cookies(kept)
     card.get_by_role("button", name="Approve delta").click()
-    page.wait_for_url(at(live_server.url, "/login/**"))
+    page.wait_for_url(url_is(live_server.url, "/login/"))
     page.fill("#id_username", "rita")
     page.fill("#id_password", "pw-browser-1")
     page.click("button[type=submit]")

@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from memory.core.actors import Actor
 from memory.lessons.lifecycle import lesson_edit, lesson_restore, lesson_retire
 from memory.models import AuditEvent, JobRun, Lesson
-from tests.browser.conftest import at
+from tests.browser.conftest import at, url_is
 from tests.factories.core import JobRunFactory
 from tests.factories.identity import person_actor
 from tests.factories.knowledge import KnowledgeFactory
@@ -71,7 +71,7 @@ def test_the_import_hint_names_a_new_workspace_and_running_it_keeps_the_password
     them.fill("#id_username", "ada")
     them.fill("#id_password", "pw-browser-1")
     them.click("button[type=submit]")
-    them.wait_for_url(at(live_server.url, "/**"))
+    them.wait_for_url(url_is(live_server.url, "/dashboard/"))
     assert "/login/" not in them.url
     other.close()
 
@@ -181,12 +181,16 @@ def test_every_dashboard_number_opens_the_rows_it_counts(login, live_server, wor
     page.goto(f"{live_server.url}/dashboard/")
     active = int(page.get_by_test_id("active-jobs-count").inner_text())
     page.get_by_test_id("active-jobs-link").click()
-    page.wait_for_url(lambda url: url.endswith("/jobs/?status=active"))
+    page.wait_for_url(url_is(live_server.url, "/jobs/", {"status": "active"}))
     assert active == page.locator(jobs).count() == 2
     page.goto(f"{live_server.url}/dashboard/")
     failed = int(page.get_by_test_id("failed-runs-count").inner_text())
     page.get_by_test_id("failed-runs-link").click()
-    page.wait_for_url(lambda url: "/jobs/?status=failed&since=" in url)
+    page.wait_for_url(
+        lambda url: (
+            url_is(live_server.url, "/jobs/")(url) and "status=failed" in url and "since=" in url
+        )
+    )
     assert failed == page.locator(jobs).count() == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= width
 

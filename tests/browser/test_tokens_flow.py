@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from memory.identity.services import token_digest
 from memory.models import ApiToken, AuditEvent
-from tests.browser.conftest import at
+from tests.browser.conftest import at, url_is
 from tests.factories.identity import person_actor
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +39,7 @@ def test_an_admin_manages_an_agent_and_its_token_without_a_reload(login, live_se
     assert re.fullmatch(r"cairn_[0-9a-f]{8}_[A-Za-z0-9_-]+", raw)
     token = ApiToken.objects.get(agent__name="gaia/chat", agent__workspace=workspace)
     assert token.digest == token_digest(raw) and token.name == "laptop"
-    card.get_by_role("button", name="Copy").click()
+    card.get_by_role("button", name="Copy", exact=True).click()
     expect(card.get_by_role("button", name="Copied")).to_be_visible()
     expect(page.locator("#nav-active-tokens")).to_have_text("1")
 
@@ -85,7 +85,7 @@ def test_the_raw_token_never_enters_htmx_history(login, live_server, workspace):
     # Filtering pushes a new URL; htmx snapshots the page into its history cache first
     # (sessionStorage in htmx 2.0.11), unless an element says hx-history="false".
     page.fill("#agent-q", "ci")
-    page.wait_for_url(re.compile(r"/agents/\?q=ci$"))
+    page.wait_for_url(url_is(live_server.url, "/agents/", {"q": "ci"}))
     page.wait_for_function("sessionStorage.getItem('htmx-current-path-for-history') !== null")
     stored = page.evaluate(
         "JSON.stringify(Object.assign({}, sessionStorage)) + JSON.stringify(Object.assign({}, localStorage))"

@@ -19,6 +19,8 @@ BIN = Path(sys.executable).parent
 # The project's declared check in these tests: its pytest, run by the Stop hook itself,
 # confined (cairn_client.checks). Model-run test commands are steps, never checks.
 PYTEST_CHECK = f"test={sys.executable} -m pytest -q -p no:cacheprovider -p no:django"
+# Its label: the operation key, behaviour flags included (-q only changes the output).
+PYTEST_LABEL = "declared:pytest -p=no:cacheprovider -p=no:django"
 PASSING_TEST = "def test_total():\n    assert 2 + 2 == 4\n"
 FIXTURES = Path(__file__).parent / "fixtures"
 

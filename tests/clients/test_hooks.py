@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from memory.models import ConversationTurn, Lesson, LessonState, Outcome, ToolCall
-from tests.clients.conftest import FIXTURES, script
+from tests.clients.conftest import FIXTURES, PYTEST_LABEL, script
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,7 +55,7 @@ def test_a_recorded_session_becomes_an_outcome_and_a_lesson(harness_env, repo):
     [check] = outcome.checks
     assert (check["kind"], check["label"], check["exit_code"], check["ran"]) == (
         "test",
-        "declared:pytest",
+        PYTEST_LABEL,
         0,
         True,
     )

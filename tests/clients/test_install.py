@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory.models import Channel, Outcome, ToolCall
-from tests.clients.conftest import PYTEST_CHECK, script
+from tests.clients.conftest import PYTEST_CHECK, PYTEST_LABEL, script
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,7 +129,7 @@ def test_the_recorded_session_through_the_installed_hook(machine, repo, tokens):
         ("bash:pytest", "ok"),
     ]
     assert [(c["label"], c["exit_code"], c["ran"]) for c in outcome.checks] == [
-        ("declared:pytest", 0, True)
+        (PYTEST_LABEL, 0, True)
     ]
     assert ToolCall.objects.filter(channel=Channel.HARNESS).count() == 5
     assert os.environ.get("CAIRN_HARNESS_TOKEN") != tokens["harness"]  # not leaked here

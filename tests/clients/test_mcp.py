@@ -114,7 +114,8 @@ def test_propose_delta_takes_an_object_and_a_rationale_and_counts_a_repeat(harne
     Cairn(url=url, token=tokens["harness"]).store_turn(
         "s-mail",
         role="user",
-        content="From now on escalate anything from the CFO after 48 hours.",
+        # The person's own sentence, word for word: the delta is backed (SPEC section 6).
+        content="Thanks. Escalate anything from the CFO after 48 hours.",
         turn_index=3,
     )
     delta = {

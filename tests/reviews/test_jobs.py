@@ -318,7 +318,7 @@ def test_a_run_now_toast_follows_its_run_to_the_end(member_client, workspace):
     page = admin.post("/jobs/run/decay/", follow=True).content.decode()
     run = JobRun.objects.get(kind="decay")
     toast = f"/jobs/{run.pk}/toast/"
-    assert f'hx-get="{toast}" hx-trigger="load, every 2s"' in page
+    assert f'hx-get="{toast}?ws={workspace.name}" hx-trigger="load, every 2s"' in page
     assert admin.get(toast, **HX).status_code == 204  # queued: the toast stays as it is
     JobRun.objects.filter(pk=run.pk).update(status="failed", error="Traceback\nValueError: bad")
     ended = admin.get(toast, **HX)

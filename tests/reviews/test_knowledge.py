@@ -171,7 +171,8 @@ def test_a_reviewer_edits_content_into_a_new_version(reviewer, workspace, host):
     assert response.status_code == 200
     new = Knowledge.objects.get(workspace=workspace, superseded_by__isnull=True)
     assert new.pk != host.pk and new.source == "user"
-    assert response["HX-Push-Url"] == f"/knowledge/{new.pk}/"
+    # The pushed URL names its workspace, like every internal link (reviews/links.py).
+    assert response["HX-Push-Url"] == f"/knowledge/{new.pk}/?ws={workspace.name}"
     assert "db5.internal" in response.content.decode()
     event = AuditEvent.objects.get(action="knowledge.supersede")
     assert event.reason == "the host moved" and event.actor.startswith("user:")

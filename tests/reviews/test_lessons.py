@@ -263,7 +263,8 @@ def test_an_edit_writes_a_new_version_and_the_page_shows_it(reviewer, lesson):
     assert response.status_code == 200
     edited = Lesson.objects.get(superseded_by__isnull=True, workspace=lesson.workspace)
     assert edited.pk != lesson.pk and edited.source == "user"
-    assert response["HX-Push-Url"] == f"/lessons/{edited.pk}/"
+    # The pushed URL names its workspace, like every internal link (reviews/links.py).
+    assert response["HX-Push-Url"] == f"/lessons/{edited.pk}/?ws={lesson.workspace.name}"
     html = response.content.decode()
     assert f'data-lesson="{edited.pk}"' in html
     assert "Prefer uv pip install for requirements.txt." in html

@@ -24,7 +24,7 @@ from django.test import override_settings
 from memory.core.local_embedder import LOCAL_MODEL_ID
 from memory.knowledge import text_stats
 from memory.knowledge.recall import knowledge_search
-from memory.knowledge.vector_search import ef_search_for_rows
+from memory.knowledge.vector_search import ef_search_for_rows, set_vector_search_for_workspace
 from memory.models import Knowledge, TextStat, TextStatDelta
 from tests.factories.identity import WorkspaceFactory
 
@@ -218,3 +218,23 @@ def test_walk_widens_with_the_workspace_only_past_the_threshold():
     grown = [ef_search_for_rows(n) for n in (200_000, 500_000, 1_000_000, 10_000_000)]
     assert grown == sorted(grown) and 100 < grown[0] < grown[-1]
     assert grown[2] == 398 and grown[3] == 400
+
+
+@override_settings(
+    CAIRN_RECALL_EF_SEARCH=100,
+    CAIRN_RECALL_EF_SEARCH_GROW_FROM=100_000,
+    CAIRN_RECALL_EF_SEARCH_GROWTH=0.6,
+    CAIRN_RECALL_EF_SEARCH_MAX=400,
+)
+@pytest.mark.parametrize("rows", [0, 99_999, 100_000, 100_001, 250_000, 1_000_000, 10_000_000])
+@pytest.mark.parametrize("floor", [10, 150])
+def test_recall_sets_the_walk_from_the_kept_count_in_one_statement(rows, floor):
+    """The statement recall runs gives the walk ef_search_for_rows gives, folded and
+    pending counts added, never below the hits asked for."""
+    workspace = WorkspaceFactory()
+    TextStat.objects.create(workspace_id=workspace.pk, lexeme="", n=rows // 2)
+    TextStatDelta.objects.create(workspace_id=workspace.pk, lexeme="", n=rows - rows // 2)
+    with connection.cursor() as cursor:
+        set_vector_search_for_workspace(cursor, workspace_id=workspace.pk, floor=floor)
+        cursor.execute("SHOW hnsw.ef_search")
+        assert int(cursor.fetchone()[0]) == max(ef_search_for_rows(rows), floor)

@@ -82,7 +82,12 @@ def test_an_old_session_becomes_a_summary_and_extracted_items(workspace):
     extracted = Knowledge.objects.get(workspace=workspace, source="extract")
     assert extracted.content == "I prefer blue-green deploys for the billing service."
     assert extracted.category == "preference"
-    assert extracted.metadata == {"sessions": ["sess-billing"], "turn_ids": [turns[2].pk]}
+    # Its words came from a turn, and it says so (provenance: served as quoted).
+    assert extracted.metadata == {
+        "sessions": ["sess-billing"],
+        "turn_ids": [turns[2].pk],
+        "quoted_from": f"turn:{turns[2].pk}",
+    }
     assert not ConversationTurn.objects.filter(consolidated_at__isnull=True).exists()
 
 
