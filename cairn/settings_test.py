@@ -4,9 +4,9 @@ import os
 
 os.environ.setdefault("CAIRN_REDIS_DB", "1")
 
+from cairn.env import envbool  # noqa: E402
 from cairn.settings import *  # noqa: E402,F403
 from cairn.settings import STATIC_ROOT  # noqa: E402
-from cairn.env import envbool  # noqa: E402
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {

@@ -35,7 +35,8 @@ def test_it_loads_once_and_populates_the_queues(capsys):
     assert install.confidence > 0.5
     # The environment flip: the old compose lesson was superseded by the reversed one.
     flipped = Lesson.objects.get(
-        workspace=workspace, text__icontains="Use `docker compose-v1` instead of `docker compose-v2`"
+        workspace=workspace,
+        text__icontains="Use `docker compose-v1` instead of `docker compose-v2`",
     )
     assert flipped.state == "active"
     assert Lesson.objects.filter(workspace=workspace, state="claimed").count() == 1
