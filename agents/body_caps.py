@@ -108,14 +108,8 @@ def body_caps() -> dict[tuple[str, str], int | None]:
     return caps
 
 
-def body_cap(request) -> int | None:
-    """The cap on this request's body: its operation's, else Django's own limit."""
-    try:
-        match = resolve(request.path_info)
-    except Resolver404:
-        return None
-    if match.namespace != "agents":
-        return None
-    cap = body_caps().get((match.url_name, request.method))
+def operation_cap(url_name: str, method: str) -> int:
+    """The cap on a body sent to this operation: its own, else Django's own limit."""
+    cap = body_caps().get((url_name, method))
     general = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     return general if cap is None else min(cap, general)

@@ -170,9 +170,19 @@ CAIRN_REFUSED_BODY_DRAIN_BYTES = envint("CAIRN_REFUSED_BODY_DRAIN_BYTES", 16 * 1
 # (stdout, stderr, output): its cost per request is bounded whatever a tool printed.
 CAIRN_SCAN_HEAD_CHARS = envint("CAIRN_SCAN_HEAD_CHARS", 64_000)
 CAIRN_SCAN_TAIL_CHARS = envint("CAIRN_SCAN_TAIL_CHARS", 16_000)
-# Per token, per minute, on POST /situations/classify/ and /turns/{id}/results/
-# (agents/budget.py): requests and body bytes (429 + Retry-After), and the largest
-# body (413) — a tool output's head and tail, not all of it.
+# Per-token request budgets (agents/budget.py), charged before any body is read, per
+# minute in 10-second windows (a sixth each); over one: 429 + Retry-After.
+# Every write of the agent API (POST, PUT, PATCH, DELETE): requests and declared body
+# bytes. An agent's loop writes a few times a turn; a batch import sends 100 items a
+# request. Eight tokens at this rate leave another workspace's /recall/ p99 within 2x
+# (bench/bench_load.py).
+CAIRN_WRITE_RATE_PER_MIN = envint("CAIRN_WRITE_RATE_PER_MIN", 120)
+CAIRN_WRITE_BYTES_PER_MIN = envint("CAIRN_WRITE_BYTES_PER_MIN", 16 * 1024 * 1024)
+# POST /recall/ (a read sent as POST): requests.
+CAIRN_RECALL_RATE_PER_MIN = envint("CAIRN_RECALL_RATE_PER_MIN", 600)
+# On POST /situations/classify/ and /turns/{id}/results/, besides the writes budget:
+# requests and body bytes, and the largest body (413) — a tool output's head and tail,
+# not all of it.
 CAIRN_SCAN_RATE_PER_MIN = envint("CAIRN_SCAN_RATE_PER_MIN", 300)
 CAIRN_SCAN_BYTES_PER_MIN = envint("CAIRN_SCAN_BYTES_PER_MIN", 8 * 1024 * 1024)
 CAIRN_SCAN_BODY_MAX_BYTES = envint("CAIRN_SCAN_BODY_MAX_BYTES", 1024 * 1024)
