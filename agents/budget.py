@@ -41,7 +41,7 @@ from django.http import JsonResponse
 from django.urls import Resolver404, resolve
 
 from agents.auth import request_token
-from agents.body_caps import operation_cap
+from agents.body_caps import cap_advice, operation_cap
 from cairn.errors import error_body
 from cairn.guard import refuse_body
 
@@ -163,14 +163,13 @@ def too_large(request, limit: int) -> JsonResponse:
     )
 
 
-def body_too_large(request, cap: int) -> JsonResponse:
+def body_too_large(request, cap: int, advice: str) -> JsonResponse:
     """413 for a body over its operation's cap (``agents.body_caps``), before it is read."""
     refuse_body(request)
     return JsonResponse(
         error_body(
             "too_large",
-            f"The request body is larger than {cap} bytes, the most this operation's "
-            "fields can hold.",
+            f"The request body is larger than {cap} bytes, this operation's cap. {advice}",
             {"body": [f"larger than {cap} bytes"]},
         ),
         status=413,
@@ -183,7 +182,9 @@ def _cap_refusal(request, url_name: str, length: int) -> JsonResponse | None:
     if (url_name, request.method) in SCANNING and length > settings.CAIRN_SCAN_BODY_MAX_BYTES:
         return too_large(request, settings.CAIRN_SCAN_BODY_MAX_BYTES)
     cap = operation_cap(url_name, request.method)
-    return body_too_large(request, cap) if length > cap else None
+    if length > cap:
+        return body_too_large(request, cap, cap_advice(url_name, request.method))
+    return None
 
 
 def request_charge(request) -> JsonResponse | None:
