@@ -22,6 +22,14 @@ budget in one burst. Over a budget: 429 ``rate_limited`` naming the budget, with
 ``Retry-After`` (seconds to the next window). Then, still before the body is read, a
 body over its operation's cap (:mod:`agents.body_caps`) is 413 ``too_large``.
 
+Rates do not bound how many requests a workspace holds at once: eight tokens each
+sending one slow write at a time hold all of a default server's eight threads, and
+another workspace's ``/recall/`` waits behind them. So a charged request also takes
+one of its workspace's ``CAIRN_WORKSPACE_CONCURRENT_REQUESTS`` slots (Valkey keys
+that expire after ``SLOT_TTL_S``, past the longest a worker may run, so a killed
+worker's slot comes back) and gives it back when answered; with none free, 429
+naming the workspace's concurrency, ``Retry-After: 1``.
+
 A request with no valid token is not charged (the view answers 401, before any
 parsing); its body cap still applies. When Valkey is down the budget is not enforced
 (the request is served; a warning is logged) rather than failing every agent's loop
@@ -176,6 +184,44 @@ def body_too_large(request, cap: int, advice: str) -> JsonResponse:
     )
 
 
+#: A slot outlives the longest request a worker may serve (gunicorn's timeout kills it).
+SLOT_TTL_S = 40
+
+
+def workspace_slot_take(*, workspace_id: int, limit: int) -> str | None:
+    """Take one of the workspace's ``limit`` in-flight slots: its key, or None when all
+    are held. Each slot is its own key (SET NX with an expiry): a slot a killed worker
+    never gave back expires rather than blocking the workspace for good."""
+    for n in range(limit):
+        key = f"inflight:{workspace_id}:{n}"
+        if cache.add(key, 1, timeout=SLOT_TTL_S):
+            return key
+    return None
+
+
+def workspace_slot_give(key: str) -> None:
+    try:
+        cache.delete(key)
+    except Exception:  # noqa: BLE001 - the slot expires by itself
+        logger.warning("in-flight slot %s not released: the cache is unavailable", key)
+
+
+def too_many_in_flight(request) -> JsonResponse:
+    refuse_body(request)
+    limit = settings.CAIRN_WORKSPACE_CONCURRENT_REQUESTS
+    response = JsonResponse(
+        error_body(
+            "rate_limited",
+            f"This workspace already has {limit} requests in progress "
+            f"(CAIRN_WORKSPACE_CONCURRENT_REQUESTS); retry in 1 s.",
+            {"workspace": ["too many requests in progress"]},
+        ),
+        status=429,
+    )
+    response["Retry-After"] = "1"
+    return response
+
+
 def _cap_refusal(request, url_name: str, length: int) -> JsonResponse | None:
     if request.method not in CAPPED_METHODS:
         return None
@@ -199,6 +245,8 @@ def request_charge(request) -> JsonResponse | None:
     3. A body over its operation's cap answers 413, with or without a token, even when
        a budget is spent too: it would never be served, so "retry later" would be wrong.
        Otherwise the first budget over its limit answers 429.
+    4. A request to be served takes one of its workspace's in-flight slots (given back
+       by the middleware once answered); none free: 429.
     """
     if request.method not in CHARGED_METHODS or not request.path.startswith("/api/"):
         return None
@@ -223,6 +271,18 @@ def request_charge(request) -> JsonResponse | None:
     refusal = _cap_refusal(request, match.url_name, length)
     if refusal is None and over is not None:
         refusal = rate_limited(request, *over)
+    if refusal is None and token is not None:
+        try:
+            slot = workspace_slot_take(
+                workspace_id=token.workspace_id,
+                limit=settings.CAIRN_WORKSPACE_CONCURRENT_REQUESTS,
+            )
+        except Exception:  # noqa: BLE001 - a counter outage must not stop the agents
+            logger.warning("in-flight limit not enforced: the cache is unavailable", exc_info=True)
+        else:
+            if slot is None:
+                return too_many_in_flight(request)
+            request._cairn_slot = slot
     return refusal
 
 
@@ -231,4 +291,11 @@ class RequestBudgetMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        return request_charge(request) or self.get_response(request)
+        refusal = request_charge(request)
+        if refusal is not None:
+            return refusal
+        try:
+            return self.get_response(request)
+        finally:
+            if slot := getattr(request, "_cairn_slot", None):
+                workspace_slot_give(slot)

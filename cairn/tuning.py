@@ -181,6 +181,11 @@ CAIRN_SCAN_TAIL_CHARS = envint("CAIRN_SCAN_TAIL_CHARS", 16_000)
 # (bench/bench_load.py).
 CAIRN_WRITE_RATE_PER_MIN = envint("CAIRN_WRITE_RATE_PER_MIN", 120)
 CAIRN_WRITE_BYTES_PER_MIN = envint("CAIRN_WRITE_BYTES_PER_MIN", 16 * 1024 * 1024)
+# Requests of one workspace in progress at once, over every charged endpoint (all
+# writes and /recall/), whatever the token: rates do not stop eight tokens holding
+# all of a server's threads with slow writes. Half the default server's 8 threads (2
+# workers x 4): one workspace never holds all of them. Over it: 429, Retry-After 1.
+CAIRN_WORKSPACE_CONCURRENT_REQUESTS = envint("CAIRN_WORKSPACE_CONCURRENT_REQUESTS", 4)
 # POST /recall/ (a read sent as POST): requests.
 CAIRN_RECALL_RATE_PER_MIN = envint("CAIRN_RECALL_RATE_PER_MIN", 600)
 # On POST /situations/classify/ and /turns/{id}/results/, besides the writes budget:

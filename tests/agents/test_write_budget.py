@@ -8,7 +8,13 @@ import time
 
 import pytest
 
-from agents.budget import WINDOW_S, WINDOWS_PER_MIN, budgets_for
+from agents.budget import (
+    WINDOW_S,
+    WINDOWS_PER_MIN,
+    budgets_for,
+    workspace_slot_give,
+    workspace_slot_take,
+)
 from tests.agents.test_write_races import OPERATIONS
 from tests.factories.identity import AgentFactory, api_client
 
@@ -118,3 +124,50 @@ def test_a_request_without_a_valid_token_is_not_charged_but_still_capped(setting
     big = b'{"content":"' + b"a" * 200_000 + b'"}'
     response = client.generic("POST", "/api/v1/knowledge/", big, content_type="application/json")
     assert response.status_code == 413
+
+
+@pytest.fixture
+def slots(settings):
+    """Hold in-flight slots of a workspace as requests in progress would."""
+    held = []
+
+    def hold(workspace_id, n):
+        for _ in range(n):
+            key = workspace_slot_take(workspace_id=workspace_id, limit=n)
+            assert key is not None
+            held.append(key)
+        return held
+
+    yield hold
+    for key in held:
+        workspace_slot_give(key)
+
+
+@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
+def test_every_write_in_the_schema_takes_a_workspace_slot_before_its_body_is_read(
+    method, path, settings, slots
+):
+    settings.CAIRN_WORKSPACE_CONCURRENT_REQUESTS = 2
+    agent = AgentFactory()
+    client = api_client(agent, scope="harness")
+    slots(agent.workspace_id, 2)
+    refused = client.generic(method, _url(path), UNPARSEABLE, content_type="application/json")
+    assert refused.status_code == 429, (method, path, refused.status_code, refused.content[:200])
+    assert refused.json()["error"]["fields"] == {"workspace": ["too many requests in progress"]}
+    assert refused["Retry-After"] == "1"
+
+
+def test_a_busy_workspace_leaves_other_workspaces_alone_and_slots_come_back(
+    settings, api, make_api, slots
+):
+    settings.CAIRN_WORKSPACE_CONCURRENT_REQUESTS = 2
+    body = {"content": "Deploys freeze on Fridays after noon.", "category": "fact"}
+    # Served requests give their slot back: many in a row with a limit of two.
+    assert [api.post("/api/v1/knowledge/", {**body, "content": f"Note {n}."}, format="json")
+            .status_code for n in range(4)] == [201] * 4  # fmt: skip
+    held = slots(api.token.workspace_id, 2)
+    assert api.post("/api/v1/knowledge/", body, format="json").status_code == 429
+    assert api.get("/api/v1/knowledge/").status_code == 200  # reads take no slot
+    assert make_api().post("/api/v1/knowledge/", body, format="json").status_code == 201
+    workspace_slot_give(held.pop())
+    assert api.post("/api/v1/knowledge/", body, format="json").status_code == 201
