@@ -53,11 +53,15 @@ from agents.body_caps import cap_advice, operation_cap
 from cairn.errors import error_body
 from cairn.guard import refuse_body
 
+#: A 429's body is read and discarded (so the client reads the answer and keeps its
+#: connection) up to this size; a larger one closes the connection unread: a client
+#: over its budget sending megabytes is not worth reading them for.
+RATE_LIMITED_DRAIN_BYTES = 1024 * 1024
+
 logger = logging.getLogger(__name__)
 
 API_NAMESPACE = "agents"
 CHARGED_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-CAPPED_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # The per-minute budgets are counted in windows of a sixth of a minute.
 WINDOW_S = 10
 WINDOWS_PER_MIN = 60 // WINDOW_S
@@ -139,7 +143,7 @@ def _over(budget: Budget, *, token_key: str, length: int, now: float):
 
 
 def rate_limited(request, budget: Budget, wait: float, setting: str) -> JsonResponse:
-    refuse_body(request)
+    refuse_body(request, drain_max=RATE_LIMITED_DRAIN_BYTES)
     retry_after = max(math.ceil(wait), 1)
     unit = "requests" if setting == budget.rate_setting else "body bytes"
     response = JsonResponse(
@@ -207,7 +211,7 @@ def workspace_slot_give(key: str) -> None:
 
 
 def too_many_in_flight(request) -> JsonResponse:
-    refuse_body(request)
+    refuse_body(request, drain_max=RATE_LIMITED_DRAIN_BYTES)
     limit = settings.CAIRN_WORKSPACE_CONCURRENT_REQUESTS
     response = JsonResponse(
         error_body(
@@ -223,8 +227,6 @@ def too_many_in_flight(request) -> JsonResponse:
 
 
 def _cap_refusal(request, url_name: str, length: int) -> JsonResponse | None:
-    if request.method not in CAPPED_METHODS:
-        return None
     if (url_name, request.method) in SCANNING and length > settings.CAIRN_SCAN_BODY_MAX_BYTES:
         return too_large(request, settings.CAIRN_SCAN_BODY_MAX_BYTES)
     cap = operation_cap(url_name, request.method)
