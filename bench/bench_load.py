@@ -189,7 +189,7 @@ def main(argv: list[str]) -> int:
             httpx.post(f"{url}/api/v1/recall/", json={"query": "warm up"},
                        headers={"Authorization": f"Bearer {reader_token}"}, timeout=60)  # fmt: skip
 
-        def phase(op):
+        def phase(op, length: float):
             stop, lock = threading.Event(), threading.Lock()
             samples, errors, counts = [], [], {}
             threads = [threading.Thread(target=_reader,
@@ -209,7 +209,7 @@ def main(argv: list[str]) -> int:
                 thread.daemon = True  # an interrupted run does not wait for them
                 thread.start()
             try:
-                time.sleep(seconds)
+                time.sleep(length)
             finally:
                 stop.set()
             for thread in threads:
@@ -233,13 +233,14 @@ def main(argv: list[str]) -> int:
 
         idle_p99 = [0.1]
 
-        unloaded = phase(None)
+        # The baseline runs three phases' length: its p99 is not one sample's luck.
+        unloaded = phase(None, 3 * seconds)
         base_p99 = _p(unloaded["samples"], 0.99)
         idle_p99[0] = base_p99 / 1000
         print(f"unloaded: {len(unloaded['samples'])} recalls, p99 {base_p99:.1f} ms, "
               f"load {unloaded['load_before']}", flush=True)  # fmt: skip
         for op in operations:
-            loaded = phase(op)
+            loaded = phase(op, seconds)
             loaded["op"] = f"{op[0]} {op[1]}"
             loaded["ratio"] = _p(loaded["samples"], 0.99) / base_p99
             results.append(loaded)
@@ -247,7 +248,7 @@ def main(argv: list[str]) -> int:
                   f"ratio {loaded['ratio']:.2f}, load {loaded['load_before']}, "
                   f"hostile {loaded['counts']}, drained in {loaded['drain_s']} s",
                   flush=True)  # fmt: skip
-        after = phase(None)
+        after = phase(None, 3 * seconds)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -278,7 +279,8 @@ def main(argv: list[str]) -> int:
         f"`bench/bench_load.py`, {info['when']}, commit {info['commit']}, {info['cpus']} CPUs, "
         f"load average at start {info['load_average_at_start']} (`os.getloadavg()` before each "
         "phase in the table). Production gunicorn (Procfile: 2 workers x 4 threads), "
-        f"loopback, the per-token budgets at their defaults. Each phase {seconds} s: one "
+        f"loopback, the per-token budgets at their defaults. Each loaded phase {seconds} s "
+        f"(the unloaded ones {3 * seconds} s): one "
         f"reader in its own workspace posts an ordinary /recall/ {READER_PER_S} times a "
         "second; in each loaded phase 8 clients of another workspace, a fresh token each, "
         "post to one write endpoint as fast as they are answered, ignoring Retry-After, "
@@ -297,6 +299,7 @@ def main(argv: list[str]) -> int:
                 "p99 ratio",
                 "load before",
                 "8 hostile clients got",
+                "idle after s",
             ],
         ),  # fmt: skip
         "",

@@ -53,7 +53,8 @@ def test_a_knowledge_item_is_small_and_a_full_one_still_fits(api):
 # Operations whose schema once had unbounded parts (nested lists without a published
 # maxItems, patterns without maxLength); each must now have a cap of its own.
 BOUNDED = [("knowledge-batch", "POST"), ("outcome-create", "POST"), ("tool-calls", "POST"),
-           ("agent-tools", "PUT"), ("action-check", "POST")]  # fmt: skip
+           ("agent-tools", "PUT"), ("action-check", "POST"), ("exports", "POST"),
+           ("erasures", "POST"), ("erasures_preview", "POST"), ("knowledge-detail", "DELETE")]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "method"), BOUNDED)
