@@ -177,8 +177,8 @@ CAIRN_SCAN_TAIL_CHARS = envint("CAIRN_SCAN_TAIL_CHARS", 16_000)
 # minute in 10-second windows (a sixth each); over one: 429 + Retry-After.
 # Every write of the agent API (POST, PUT, PATCH, DELETE): requests and declared body
 # bytes. An agent's loop writes a few times a turn; a batch import sends 100 items a
-# request. Eight tokens at this rate leave another workspace's /recall/ p99 within 2x
-# (bench/bench_load.py).
+# request. (What eight hostile tokens still cost another workspace's /recall/:
+# bench/results/load.md.)
 CAIRN_WRITE_RATE_PER_MIN = envint("CAIRN_WRITE_RATE_PER_MIN", 120)
 CAIRN_WRITE_BYTES_PER_MIN = envint("CAIRN_WRITE_BYTES_PER_MIN", 16 * 1024 * 1024)
 # Requests of one workspace in progress at once, over every charged endpoint (all
