@@ -10,7 +10,8 @@ so a 2.4 MB body to ``/knowledge/`` costs nothing but the refusal.
 A schema part without a bound (a free-form JSON object, a string without
 ``maxLength``) falls back to ``DATA_UPLOAD_MAX_MEMORY_SIZE``, which Django enforces for
 every request anyway; ``body_caps()`` lists them, and ``docs/operating/limits.md``
-says which they are.
+says which they are. An operation may also declare a smaller bound for its whole body
+(``DECLARED_CAPS``: the knowledge batch).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ ESCAPED_CHAR_BYTES = 6
 #: Room for a client's whitespace and key order around the largest valid body.
 SLACK_BYTES = 4096
 SCALAR_BYTES = 32
-WRITE_METHODS = ("post", "put", "patch")
+# A DELETE's schema has no body: its cap is the slack alone (a body is read, parsed
+# and scanned by the write guard like any write's, so it needs one).
+WRITE_METHODS = ("post", "put", "patch", "delete")
 _MAX_DEPTH = 12
 
 
@@ -108,14 +111,31 @@ def body_caps() -> dict[tuple[str, str], int | None]:
     return caps
 
 
-def body_cap(request) -> int | None:
-    """The cap on this request's body: its operation's, else Django's own limit."""
-    try:
-        match = resolve(request.path_info)
-    except Resolver404:
-        return None
-    if match.namespace != "agents":
-        return None
-    cap = body_caps().get((match.url_name, request.method))
-    general = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    return general if cap is None else min(cap, general)
+#: Operations whose whole body has a declared bound below what its fields could add up
+#: to: ``{(url name, METHOD): (setting, what to do instead)}``. A batch of 100
+#: knowledge items of 2,000 characters is about 250 KB of UTF-8 JSON; its fields'
+#: worst case (each item's metadata and vector at their limits, every character
+#: escaped) is eight megabytes, which no agent sends and an attacker would.
+DECLARED_CAPS = {
+    ("knowledge-batch", "POST"): (
+        "CAIRN_REMEMBER_BATCH_MAX_BYTES",
+        "Send fewer items per batch (all items of a batch are stored or none).",
+    ),
+}
+
+
+def operation_cap(url_name: str, method: str) -> int:
+    """The cap on a body sent to this operation: the least of its fields' cap, its
+    declared cap and Django's own limit."""
+    caps = [settings.DATA_UPLOAD_MAX_MEMORY_SIZE]
+    if (derived := body_caps().get((url_name, method))) is not None:
+        caps.append(derived)
+    if (url_name, method) in DECLARED_CAPS:
+        caps.append(getattr(settings, DECLARED_CAPS[(url_name, method)][0]))
+    return min(caps)
+
+
+def cap_advice(url_name: str, method: str) -> str:
+    """What a client refused for its body's size can do instead."""
+    declared = DECLARED_CAPS.get((url_name, method))
+    return declared[1] if declared else "That is the most this operation's fields can hold."

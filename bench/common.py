@@ -37,9 +37,26 @@ def _admin_connection(db_settings: dict):
     )
 
 
+# The per-token request budgets (agents/budget.py) guard against one runaway agent; a
+# benchmark drives one token far faster than an agent does, and a 429 would time the
+# bench's own pacing. Lifted for the benches' own process and the servers they start,
+# unless set in the environment; bench_load.py keeps them (``gunicorn_start(budgets=True)``).
+UNBUDGETED = {
+    "CAIRN_WRITE_RATE_PER_MIN": str(10**9),
+    "CAIRN_WRITE_BYTES_PER_MIN": str(10**12),
+    "CAIRN_RECALL_RATE_PER_MIN": str(10**9),
+    "CAIRN_WORKSPACE_CONCURRENT_REQUESTS": "1000",
+}
+_LIFTED: set[str] = set()
+
+
 def setup_django(database: str = BENCH_DATABASE) -> None:
     """Point Django at the bench database (created and migrated if needed)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
+    for name, value in UNBUDGETED.items():
+        if name not in os.environ:
+            os.environ[name] = value
+            _LIFTED.add(name)
     os.environ["CAIRN_DATABASE_NAME"] = database
     os.environ.setdefault("CAIRN_REDIS_DB", "2")
     from django.conf import settings
@@ -215,14 +232,19 @@ def gunicorn_start(
     database: str = BENCH_DATABASE,
     extra: list[str] = (),
     settings: str = "cairn.settings",
+    budgets: bool = False,
+    env_extra: dict[str, str] | None = None,
 ):
     """Start the production gunicorn on the bench database; wait until it answers.
 
     ``settings="server_settings"`` adds the bare DRF view (``bench/server_settings.py``).
+    ``budgets=True`` keeps the per-token request budgets at their configured values
+    (``UNBUDGETED`` lifts them otherwise); ``env_extra`` sets more of the environment.
     """
     import httpx
 
-    env = {**os.environ, "CAIRN_DATABASE_NAME": database,
+    inherited = {k: v for k, v in os.environ.items() if not (budgets and k in _LIFTED)}
+    env = {**inherited, **(env_extra or {}), "CAIRN_DATABASE_NAME": database,
            "DJANGO_SETTINGS_MODULE": settings,
            # CAIRN_BENCH_REDIS_DB: a second bench run in parallel (own database too)
            "CAIRN_REDIS_DB": os.environ.get("CAIRN_BENCH_REDIS_DB", "2"),

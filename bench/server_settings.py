@@ -5,8 +5,8 @@ real URLconf and ``POST /api/v1/_bench/bare/``: an ``APIView`` with the default
 authentication and permission (the bearer token), behind the same middleware
 (the write guard scans its body as it scans any API write), that parses the JSON
 body and answers a constant. What an endpoint costs beyond that is its own work.
-The per-token budget on scanning tool output (``CAIRN_SCAN_*_PER_MIN``, a guard
-against one runaway agent) is lifted: a benchmark drives one token far faster than
+The per-token request budgets (``CAIRN_SCAN_*_PER_MIN``, ``CAIRN_WRITE_*_PER_MIN``,
+``CAIRN_RECALL_RATE_PER_MIN``, ``CAIRN_WORKSPACE_CONCURRENT_REQUESTS``, a guard against one runaway agent) are lifted: a benchmark drives one token far faster than
 an agent does, and a 429 with its Retry-After would time the bench's own pacing.
 The middleware still runs and still counts.
 Not a benchmark itself (no ``bench_`` prefix), so ``run_all.py`` does not run it.
@@ -17,3 +17,7 @@ from cairn.settings import *  # noqa: F403
 ROOT_URLCONF = "server_urls"
 CAIRN_SCAN_RATE_PER_MIN = 10**9
 CAIRN_SCAN_BYTES_PER_MIN = 10**12
+CAIRN_WRITE_RATE_PER_MIN = 10**9
+CAIRN_WRITE_BYTES_PER_MIN = 10**12
+CAIRN_RECALL_RATE_PER_MIN = 10**9
+CAIRN_WORKSPACE_CONCURRENT_REQUESTS = 1000

@@ -86,15 +86,17 @@ def close_connection(request) -> None:
     request.META[CLOSE_CONNECTION] = True
 
 
-def refuse_body(request) -> None:
-    """Before answering 413 for a body that will not be read: read and discard it when
-    it is at most ``CAIRN_REFUSED_BODY_DRAIN_BYTES`` (the client finishes sending, reads
-    the answer and may reuse the connection), else mark the connection to be closed."""
+def refuse_body(request, drain_max: int | None = None) -> None:
+    """Before answering 413 (or 429) for a body that will not be read: read and discard
+    it when it is at most ``drain_max`` (default ``CAIRN_REFUSED_BODY_DRAIN_BYTES``: the
+    client finishes sending, reads the answer and may reuse the connection), else mark
+    the connection to be closed."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = -1
-    if not 0 <= length <= settings.CAIRN_REFUSED_BODY_DRAIN_BYTES:
+    limit = settings.CAIRN_REFUSED_BODY_DRAIN_BYTES if drain_max is None else drain_max
+    if not 0 <= length <= limit:
         close_connection(request)
         return
     # request.read() is Django's stream limited to CONTENT_LENGTH (whatever a parser

@@ -1,4 +1,26 @@
-"""OpenAPI post-processing shared by every endpoint."""
+"""OpenAPI generation and post-processing shared by every endpoint."""
+
+from drf_spectacular.openapi import AutoSchema
+from rest_framework import serializers
+
+
+class BoundedAutoSchema(AutoSchema):
+    """drf-spectacular's, plus the bounds of a nested list of serializers
+    (``Serializer(many=True, max_length=N)``): DRF enforces them, drf-spectacular does
+    not publish them, and each write's body cap (agents/body_caps.py) is derived from
+    what the schema says. Without them a batch's cap fell back to the general limit."""
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, serializers.ListSerializer) and schema.get("type") == "array":
+            if field.max_length is not None:
+                schema["maxItems"] = field.max_length
+            if field.min_length is not None:
+                schema["minItems"] = field.min_length
+            elif not field.allow_empty:
+                schema["minItems"] = 1
+        return schema
+
 
 IDEMPOTENCY_HEADER = {
     "in": "header",

@@ -38,3 +38,10 @@ CAIRN_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
 # its transaction, which the background writer cannot see (tests/memory/lessons/
 # test_recency.py runs the background writer against committed rows).
 CAIRN_RECENCY_FLUSH_MS = 0
+# Per-token budgets (agents/budget.py) far above what any test sends: many tests post
+# hundreds of writes with one token. The budget tests set small ones themselves.
+CAIRN_WRITE_RATE_PER_MIN = 10**9
+CAIRN_WRITE_BYTES_PER_MIN = 10**12
+CAIRN_RECALL_RATE_PER_MIN = 10**9
+# The race tests send eight requests of one workspace at once.
+CAIRN_WORKSPACE_CONCURRENT_REQUESTS = 64

@@ -153,6 +153,9 @@ CAIRN_DEDUP_CANDIDATES = 20
 CAIRN_LIST_PAGE_SIZE = 50
 CAIRN_LIST_PAGE_SIZE_MAX = 200
 CAIRN_REMEMBER_BATCH_MAX = 100
+# The largest body of POST /api/v1/knowledge/batch/ (413 before it is read): 100 items
+# of 2,000 characters are ~250 KB of UTF-8 JSON, with room for metadata and vectors.
+CAIRN_REMEMBER_BATCH_MAX_BYTES = envint("CAIRN_REMEMBER_BATCH_MAX_BYTES", 1024 * 1024)
 CAIRN_TURN_BATCH_MAX = 500
 CAIRN_TOOL_CALL_BATCH_MAX = 200
 CAIRN_TOOL_CALL_ERROR_MAX_CHARS = 2000
@@ -170,9 +173,24 @@ CAIRN_REFUSED_BODY_DRAIN_BYTES = envint("CAIRN_REFUSED_BODY_DRAIN_BYTES", 16 * 1
 # (stdout, stderr, output): its cost per request is bounded whatever a tool printed.
 CAIRN_SCAN_HEAD_CHARS = envint("CAIRN_SCAN_HEAD_CHARS", 64_000)
 CAIRN_SCAN_TAIL_CHARS = envint("CAIRN_SCAN_TAIL_CHARS", 16_000)
-# Per token, per minute, on POST /situations/classify/ and /turns/{id}/results/
-# (agents/budget.py): requests and body bytes (429 + Retry-After), and the largest
-# body (413) — a tool output's head and tail, not all of it.
+# Per-token request budgets (agents/budget.py), charged before any body is read, per
+# minute in 10-second windows (a sixth each); over one: 429 + Retry-After.
+# Every write of the agent API (POST, PUT, PATCH, DELETE): requests and declared body
+# bytes. An agent's loop writes a few times a turn; a batch import sends 100 items a
+# request. (What eight hostile tokens still cost another workspace's /recall/:
+# bench/results/load.md.)
+CAIRN_WRITE_RATE_PER_MIN = envint("CAIRN_WRITE_RATE_PER_MIN", 120)
+CAIRN_WRITE_BYTES_PER_MIN = envint("CAIRN_WRITE_BYTES_PER_MIN", 16 * 1024 * 1024)
+# Requests of one workspace in progress at once, over every charged endpoint (all
+# writes and /recall/), whatever the token: rates do not stop eight tokens holding
+# all of a server's threads with slow writes. Half the default server's 8 threads (2
+# workers x 4): one workspace never holds all of them. Over it: 429, Retry-After 1.
+CAIRN_WORKSPACE_CONCURRENT_REQUESTS = envint("CAIRN_WORKSPACE_CONCURRENT_REQUESTS", 4)
+# POST /recall/ (a read sent as POST): requests.
+CAIRN_RECALL_RATE_PER_MIN = envint("CAIRN_RECALL_RATE_PER_MIN", 600)
+# On POST /situations/classify/ and /turns/{id}/results/, besides the writes budget:
+# requests and body bytes, and the largest body (413) — a tool output's head and tail,
+# not all of it.
 CAIRN_SCAN_RATE_PER_MIN = envint("CAIRN_SCAN_RATE_PER_MIN", 300)
 CAIRN_SCAN_BYTES_PER_MIN = envint("CAIRN_SCAN_BYTES_PER_MIN", 8 * 1024 * 1024)
 CAIRN_SCAN_BODY_MAX_BYTES = envint("CAIRN_SCAN_BODY_MAX_BYTES", 1024 * 1024)

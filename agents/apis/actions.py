@@ -37,7 +37,9 @@ class ActionCheckIn(ProjectFields):
     incognito = serializers.BooleanField(
         required=False, default=False, help_text="Answer as usual; store nothing (no check_id)."
     )
-    machine = serializers.RegexField(r"^[A-Za-z0-9:._-]{1,128}$", required=False, allow_blank=True)
+    machine = serializers.RegexField(
+        r"^[A-Za-z0-9:._-]{1,128}$", max_length=128, required=False, allow_blank=True
+    )
     operation_key = serializers.CharField(
         max_length=200,
         required=False,

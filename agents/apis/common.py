@@ -363,20 +363,31 @@ class RefSerializer(serializers.Serializer):
 
 
 class SelectorSerializer(serializers.Serializer):
-    """One selector per request. Values are matched exactly, except ``text``."""
+    """One selector per request. Values are matched exactly, except ``text``. Each is
+    bounded (the longest value its column holds, with room), so the body caps of
+    export and erasure are derived from the schema (agents/body_caps.py)."""
 
-    agent = serializers.CharField(required=False, help_text="agent name, e.g. gaia/chat")
-    project_remote = serializers.CharField(required=False, help_text="git remote URL")
-    project_path = serializers.CharField(required=False, help_text="checkout path")
-    entity = serializers.CharField(required=False, help_text="e.g. person:sarah_chen")
-    context = serializers.CharField(required=False)
-    session = serializers.CharField(required=False, help_text="session id")
+    agent = serializers.CharField(
+        required=False, max_length=200, help_text="agent name, e.g. gaia/chat"
+    )
+    project_remote = serializers.CharField(
+        required=False, max_length=2000, help_text="git remote URL"
+    )
+    project_path = serializers.CharField(required=False, max_length=2000, help_text="checkout path")
+    entity = serializers.CharField(
+        required=False, max_length=200, help_text="e.g. person:sarah_chen"
+    )
+    context = serializers.CharField(required=False, max_length=200)
+    session = serializers.CharField(required=False, max_length=200, help_text="session id")
     text = serializers.CharField(
         required=False,
+        max_length=10_000,
         trim_whitespace=False,
         help_text="case-insensitive substring of any text (erasure only)",
     )
-    skill = serializers.CharField(required=False, help_text="skill name (export only)")
+    skill = serializers.CharField(
+        required=False, max_length=200, help_text="skill name (export only)"
+    )
 
 
 def selection_from_request(request, serializer_class, allowed) -> tuple[dict, Selector]:

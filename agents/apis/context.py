@@ -27,7 +27,7 @@ from memory.lessons.services import context_mark_served
 class ContextApi(APIView):
     class ContextQuerySerializer(ProjectFields):
         machine = serializers.RegexField(
-            r"^[A-Za-z0-9:._-]{1,128}$", required=False, allow_blank=True
+            r"^[A-Za-z0-9:._-]{1,128}$", max_length=128, required=False, allow_blank=True
         )
         context = serializers.CharField(max_length=200, required=False, allow_blank=True)
         now = serializers.DateTimeField(
@@ -94,7 +94,7 @@ class LessonCheckApi(APIView):
         operation_key = serializers.CharField(max_length=200)
         context = serializers.CharField(max_length=200, required=False, allow_blank=True)
         machine = serializers.RegexField(
-            r"^[A-Za-z0-9:._-]{1,128}$", required=False, allow_blank=True
+            r"^[A-Za-z0-9:._-]{1,128}$", max_length=128, required=False, allow_blank=True
         )
         incognito = serializers.BooleanField(
             required=False, default=False, help_text=INCOGNITO_READ_HELP

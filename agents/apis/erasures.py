@@ -61,7 +61,9 @@ class ErasureStartApi(APIView):
     class ErasureInputSerializer(serializers.Serializer):
         selector = SelectorSerializer()
         # Not required here: a missing or wrong confirmation is the rule's 422.
-        confirm = serializers.CharField(required=False, allow_blank=True, default="")
+        confirm = serializers.CharField(
+            required=False, allow_blank=True, default="", max_length=200
+        )
         reason = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
     @extend_schema(

@@ -33,6 +33,10 @@ from agents.apis.common import (
 from memory.lessons.outcomes import GOAL_TEXT_MAX_CHARS, IN_PLAY_TYPES, outcome_record
 from memory.models import CheckKind, StepOutcome
 
+# "knowledge:" and a 64-bit id, with room: the schema's bound, so the body cap of every
+# operation taking refs (agents/body_caps.py) is derived from it.
+IN_PLAY_SHORTHAND_MAX_CHARS = 40
+
 
 @extend_schema_field(
     {
@@ -45,7 +49,11 @@ from memory.models import CheckKind, StepOutcome
                 },
                 "required": ["type", "id"],
             },
-            {"type": "string", "pattern": "^(lesson|knowledge|error|delta):[0-9]+$"},
+            {
+                "type": "string",
+                "pattern": "^(lesson|knowledge|error|delta):[0-9]+$",
+                "maxLength": IN_PLAY_SHORTHAND_MAX_CHARS,
+            },
         ]
     }
 )
@@ -59,6 +67,8 @@ class InPlayRefField(serializers.Field):
 
     def to_internal_value(self, data):
         if isinstance(data, str):
+            if len(data) > IN_PLAY_SHORTHAND_MAX_CHARS:
+                self.fail("invalid")
             kind, _, raw_id = data.partition(":")
             data = {"type": kind.strip(), "id": raw_id.strip()}
         if not isinstance(data, dict):
@@ -98,7 +108,7 @@ class OutcomeCreateApi(APIView):
         session_id = serializers.CharField(max_length=200)
         turn_index = serializers.IntegerField(min_value=0, max_value=INT_MAX, default=0)
         machine = serializers.RegexField(
-            r"^[A-Za-z0-9:._-]{1,128}$", required=False, allow_blank=True
+            r"^[A-Za-z0-9:._-]{1,128}$", max_length=128, required=False, allow_blank=True
         )
         context = serializers.CharField(max_length=200, default="global")
         goal = serializers.CharField(
@@ -107,7 +117,9 @@ class OutcomeCreateApi(APIView):
             max_length=100_000,
             help_text="Hashed (first 200 characters); never stored.",
         )
-        goal_digest = serializers.RegexField(r"^[0-9a-f]{64}$", required=False, allow_blank=True)
+        goal_digest = serializers.RegexField(
+            r"^[0-9a-f]{64}$", max_length=64, required=False, allow_blank=True
+        )
         goal_text = serializers.CharField(
             required=False,
             allow_blank=True,

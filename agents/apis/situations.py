@@ -125,7 +125,7 @@ class SituationDeclareApi(APIView):
         situation = serializers.JSONField(help_text=SITUATION_HELP)
         tool = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
         turn_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-        machine = serializers.RegexField(MACHINE, required=False, allow_blank=True)
+        machine = serializers.RegexField(MACHINE, max_length=128, required=False, allow_blank=True)
         session_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
     @extend_schema(
@@ -212,7 +212,7 @@ class TurnResultsApi(APIView):
         user_answered = serializers.BooleanField(
             default=False, help_text="the person answered the escalation: blockers close"
         )
-        machine = serializers.RegexField(MACHINE, required=False, allow_blank=True)
+        machine = serializers.RegexField(MACHINE, max_length=128, required=False, allow_blank=True)
         session_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
         at = serializers.DateTimeField(
             required=False, help_text="when the result came back (ISO 8601); default: now"
@@ -302,7 +302,7 @@ class TurnResultsApi(APIView):
 
 class KnownSituationsApi(APIView):
     class QuerySerializer(serializers.Serializer):
-        machine = serializers.RegexField(MACHINE)
+        machine = serializers.RegexField(MACHINE, max_length=128)
         subjects = serializers.CharField(
             required=False,
             allow_blank=True,

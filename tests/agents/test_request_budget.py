@@ -36,7 +36,7 @@ def test_a_token_over_its_request_budget_gets_429_with_retry_after(api, make_api
     assert 1 <= int(refused["Retry-After"]) <= WINDOW_S
     error = refused.json()["error"]
     assert error["code"] == "rate_limited" and error["fields"] == {
-        "token": ["over the per-minute budget"]
+        "token": ["over the per-minute scan budget"]
     }
     # Turn results share the budget; another token has its own.
     turn = api.post("/api/v1/turns/t1/results/", {"tool": "ls", "ok": True, "machine": MACHINE},
