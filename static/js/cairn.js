@@ -214,6 +214,11 @@
     form.querySelectorAll("[data-when]").forEach(function (field) {
       field.hidden = field.dataset.when.split(" ").indexOf(select.value) === -1;
     });
+    // The value's placeholder follows the kind: a real example of it where there is one.
+    const option = select.selectedOptions[0];
+    form.querySelectorAll('[data-placeholder-from="' + select.id + '"]').forEach(function (input) {
+      if (option && option.dataset.placeholder !== undefined) input.placeholder = option.dataset.placeholder;
+    });
   }
   function syncAll(root) {
     root.querySelectorAll("select[data-scope]").forEach(sync);
