@@ -141,7 +141,7 @@ def test_the_detail_page_shows_the_whole_run(viewer, workspace):
 
 
 def test_system_runs_are_shown_to_every_workspace(viewer, workspace):
-    system = JobRunFactory(workspace=None, kind="heartbeat")
+    system = JobRunFactory(workspace=None, kind="decay")
     html = viewer.get("/jobs/").content.decode()
     assert f'id="job-{system.pk}"' in html and "badge system" in html
     assert viewer.get(f"/jobs/{system.pk}/").status_code == 200
@@ -190,10 +190,11 @@ def test_the_list_query_count_is_pinned(viewer, workspace, django_assert_max_num
     )
     viewer.get("/jobs/")
     # session, user, membership, page, kind suggestions, memberships, nav counters
-    # (jobs, delta queues, open contradictions)
-    with django_assert_max_num_queries(9):
+    # (jobs, delta queues, open contradictions), the newest hidden heartbeat, beat's
+    # last runs
+    with django_assert_max_num_queries(11):
         assert viewer.get("/jobs/").status_code == 200
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         assert viewer.get("/jobs/?kind=decay", **HX).status_code == 200
 
 
@@ -318,7 +319,7 @@ def test_a_run_now_toast_follows_its_run_to_the_end(member_client, workspace):
     page = admin.post("/jobs/run/decay/", follow=True).content.decode()
     run = JobRun.objects.get(kind="decay")
     toast = f"/jobs/{run.pk}/toast/"
-    assert f'hx-get="{toast}" hx-trigger="load, every 2s"' in page
+    assert f'hx-get="{toast}" hx-trigger="load, every 2s"' in without_ws(page)
     assert admin.get(toast, **HX).status_code == 204  # queued: the toast stays as it is
     JobRun.objects.filter(pk=run.pk).update(status="failed", error="Traceback\nValueError: bad")
     ended = admin.get(toast, **HX)
@@ -333,3 +334,70 @@ def test_a_run_now_toast_follows_its_run_to_the_end(member_client, workspace):
     gone = admin.get(f"/jobs/{other.pk}/toast/", **HX)
     assert gone.status_code == 200 and gone.content == b""
     assert Client().get(toast, **HX).status_code == 204  # logged out
+
+
+def _system_run(kind, status="succeeded", ago=None, **fields):
+    run = JobRunFactory(workspace=None, kind=kind, status=status, counts={}, **fields)
+    if ago is not None:
+        JobRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - ago)
+    return run
+
+
+def test_successful_heartbeats_are_left_out_and_the_list_says_so(viewer, workspace):
+    beats = [_system_run("heartbeat") for _ in range(3)]
+    failed_beat = _system_run("heartbeat", status="failed")
+    decay = JobRunFactory(workspace=workspace, kind="decay")
+    html = viewer.get("/jobs/", **HX).content.decode()
+    assert f'id="job-{decay.pk}"' in html and f'id="job-{failed_beat.pk}"' in html
+    assert not any(f'id="job-{beat.pk}"' in html for beat in beats)
+    assert 'data-testid="heartbeats-hidden"' in html and "the last came" in html
+    assert 'href="/jobs/?heartbeats=shown"' in without_ws(html)
+    # Asked for, by the checkbox or by their kind, they are all there and nothing is hidden.
+    for query in ("?heartbeats=shown", "?kind=heartbeat"):
+        shown = viewer.get(f"/jobs/{query}", **HX).content.decode()
+        assert all(f'id="job-{beat.pk}"' in shown for beat in beats)
+        assert "heartbeats-hidden" not in shown
+    # The link keeps the other filters.
+    failed = viewer.get("/jobs/?status=failed", **HX).content.decode()
+    assert "?status=failed&amp;heartbeats=shown" in failed
+    assert 'name="heartbeats" value="shown"' in viewer.get("/jobs/").content.decode()
+
+
+def test_a_stack_that_only_sent_heartbeats_says_so(viewer, workspace):
+    _system_run("heartbeat")
+    html = viewer.get("/jobs/", **HX).content.decode()
+    assert "Only heartbeats have run so far" in html and "No job has run yet" not in html
+
+
+def test_the_schedule_says_when_each_beat_job_runs_next(viewer, workspace, settings):
+    settings.CELERY_BEAT_SCHEDULE = {
+        "heartbeat": {"task": "memory.tasks.heartbeat", "schedule": 300},
+        "decay": {"task": "memory.tasks.decay", "schedule": 24 * 3600},
+        "skills-budget": {"task": "memory.tasks.skills_budget", "schedule": 3600},
+        "text-stats-fold": {"task": "memory.tasks.text_stats_fold", "schedule": 60},
+    }
+    _system_run("decay", ago=timedelta(hours=2, minutes=1))
+    _system_run("heartbeat", ago=timedelta(hours=1))  # beat stopped an hour ago
+    # A person's "Run now" is not beat's clock.
+    JobRunFactory(workspace=workspace, kind="skills.budget", requested_by="user:ann")
+    html = viewer.get("/jobs/").content.decode()
+    schedule = html.split('data-testid="schedule"')[1]
+    assert "every 5 minutes" in schedule and "every day" in schedule
+    assert "every hour" in schedule and "every minute" in schedule
+    decay = schedule.split('data-testid="next-decay">')[1].split("</td>")[0]
+    assert ">in 21 h<" in decay and "beat running" not in decay
+    beat = schedule.split('data-testid="next-heartbeat">')[1].split("</td>")[0]
+    assert "due 55 min ago" in beat and "is beat running?" in beat
+    budget = schedule.split('data-testid="next-skills-budget">')[1].split("</td>")[0]
+    assert "every hour once beat runs" in budget
+    assert "housekeeping, not listed as runs" in schedule
+    assert '?kind=skills.budget">skills.budget</a>' in without_ws(schedule)  # as in the list
+    # Soonest first: the overdue heartbeat, then decay, then the never-run ones.
+    assert schedule.index("next-heartbeat") < schedule.index("next-decay")
+    assert schedule.index("next-decay") < schedule.index("next-skills-budget")
+
+
+def test_an_empty_beat_schedule_is_said(viewer, workspace, settings):
+    settings.CELERY_BEAT_SCHEDULE = {}
+    html = viewer.get("/jobs/").content.decode()
+    assert "Nothing is scheduled" in html
