@@ -65,6 +65,16 @@ def current_membership(request) -> Membership | None:
     return membership
 
 
+class RoleNeeded(PermissionDenied):
+    """A page refused for the role: the 403 page says which role the roles table asks
+    for and which one the person holds (``reviews.session.forbidden``)."""
+
+    def __init__(self, *, needed: str, membership: Membership | None):
+        super().__init__(f"This needs the {needed} role in this workspace.")
+        self.needed = needed
+        self.membership = membership
+
+
 class RoleMiddleware(LoginRequiredMiddleware):
     """Login by default, and the role ``memory.identity.roles`` declares, before any view.
 
@@ -106,7 +116,7 @@ class RoleMiddleware(LoginRequiredMiddleware):
         if membership is None or not roles.role_allows(held=membership.role, needed=needed):
             if quiet:
                 return _nothing_changed()
-            raise PermissionDenied(f"This needs the {needed} role in this workspace.")
+            raise RoleNeeded(needed=needed, membership=membership)
         request.membership = membership
         request.workspace = membership.workspace
         return None
