@@ -313,6 +313,15 @@ def key_words(name) -> str:
 
 
 @register.filter
+def detail_value(value, key="") -> str:
+    """A details value as the audit log says it: 0.954123 → "0.95", lists joined,
+    dicts as "key: value", booleans yes/no (``audit_sentences.value_text``)."""
+    from reviews.audit_sentences import value_text
+
+    return value_text(str(key), value)
+
+
+@register.filter
 def size_words(size) -> str:
     """Bytes for people: 536870912 → "512 MB" (Django's filesizeformat says "512.0 MB")."""
     from django.template.defaultfilters import filesizeformat
