@@ -229,3 +229,17 @@
   document.addEventListener("DOMContentLoaded", function () { syncAll(document); });
   document.addEventListener("htmx:afterSettle", function (event) { syncAll(event.target); });
 })();
+
+// A page answering a POST that must not be sent twice (Members' Add: a reload would
+// add again, or fail as "already a member"): the address bar becomes the page's GET
+// address, so a reload asks for the page instead of re-posting the form. Not a
+// redirect: the one-time password lives in this answer only, never in the session.
+(function () {
+  "use strict";
+  document.addEventListener("DOMContentLoaded", function () {
+    const marked = document.querySelector("[data-replace-url]");
+    if (marked && window.history.replaceState) {
+      window.history.replaceState(null, "", marked.dataset.replaceUrl);
+    }
+  });
+})();
