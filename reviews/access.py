@@ -210,9 +210,16 @@ T = TypeVar("T")
 def call_service(call: Callable[[], T]) -> tuple[T | None, str]:
     """Run a service call for a person: ``(its result, "")``, or ``(None, the refusal's
     message)``; a 403 refusal (the service's own role check) is ``PermissionDenied``."""
+    result, refusal = call_service_refusal(call)
+    return result, refusal.message if refusal else ""
+
+
+def call_service_refusal(call: Callable[[], T]) -> tuple[T | None, ApplicationError | None]:
+    """``call_service`` for a form that puts each refusal under its field: ``(its
+    result, None)`` or ``(None, the refusal)``, whose ``fields`` name the field."""
     try:
-        return call(), ""
+        return call(), None
     except ApplicationError as exc:
         if exc.status_code == 403:
             raise PermissionDenied(exc.message) from exc
-        return None, exc.message
+        return None, exc
