@@ -131,6 +131,19 @@ def every_words(interval) -> str:
 
 
 @register.filter
+def since_words(moment) -> str:
+    """How long since ``moment``, as Django's timesince says it ("3\xa0days"), but
+    "under a minute" instead of "0\xa0minutes" for something that just arrived."""
+    from django.utils.timesince import timesince
+
+    if not moment:
+        return ""
+    if (timezone.now() - moment).total_seconds() < 60:
+        return "under a minute"
+    return timesince(moment)
+
+
+@register.filter
 def until(moment) -> str:
     """How far ahead a moment is ("in 3 min", "in 5 h", "in 2 days"); a past one says
     how long ago it was due."""

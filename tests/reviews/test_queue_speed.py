@@ -84,6 +84,12 @@ def test_each_card_says_how_long_it_has_waited_and_carries_its_shortcut_forms(re
     SkillDelta.objects.filter(pk=delta.pk).update(created_at=delta.created_at - timedelta(days=3))
     html = reviewer.get("/deltas/staged/").content.decode()
     assert re.search(r"waiting <time[^>]*>3\xa0days", html)
+    # One that just arrived has waited "under a minute", not "0 minutes".
+    fresh = propose(agent, "Sign with a first name.", section="drafting-replies")
+    html = reviewer.get("/deltas/staged/").content.decode()
+    card = html.split(f'id="delta-{fresh.pk}"')[1]
+    assert re.search(r"waiting <time[^>]*>under a minute<", card)
+    assert "0\xa0minutes" not in html
     assert 'data-card tabindex="-1"' in html
     assert 'data-key-action="approve"' in html and 'data-key-action="reject"' in html
     assert "js/queue.js" in html
