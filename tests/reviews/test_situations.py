@@ -88,6 +88,9 @@ def test_known_blockers_are_listed_per_machine(viewer, workspace):
     assert f'Machine <code title="{MACHINE}">' in html and "m-laptop" in html
     assert f'id="blocker-{gh.pk}"' in html and f'id="blocker-{ended.pk}"' not in html
     assert "Remove…" not in html  # viewers read only
+    # The probe's arguments in words, not a Python dict ({'binary': 'gh'}).
+    assert '<code>check_cli_setup</code> <span class="hint">binary: gh</span>' in html
+    assert "&#x27;binary&#x27;" not in html
     fragment = viewer.get("/situations/", {"machine": "m-laptop"}, **HX).content.decode()
     assert fragment.lstrip().startswith('<div id="rows">') and "<html" not in fragment
     assert fragment.count('data-testid="blocker"') == 1 and "docker" in fragment
