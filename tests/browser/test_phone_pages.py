@@ -121,3 +121,22 @@ def test_every_page_fits_has_one_h1_and_passes_axe(browser, live_server, data, w
         problems += [f"{path}: {v}" for v in found["axe"]]
     context.close()
     assert not problems, "\n".join(problems)
+
+
+def test_the_lessons_filter_leaves_a_phone_screen_for_the_lessons(browser, live_server):
+    from memory.identity.services import user_create, workspace_get_or_create
+
+    workspace = workspace_get_or_create(name="default")
+    user_create(workspace=workspace, username="admin-1", role="admin", password="pw-browser-1")
+    context = browser.new_context(viewport={"width": 360, "height": 800})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "admin-1")
+    page.fill("#id_password", "pw-browser-1")
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)
+    page.goto(f"{live_server.url}/lessons/")
+    height = page.locator("form.lesson-filters").bounding_box()["height"]
+    context.close()
+    # Eight fields one under the other took most of the screen: two a row where they fit.
+    assert height < 800 * 0.5, f"the filter is {height:.0f}px tall"
