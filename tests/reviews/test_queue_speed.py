@@ -166,15 +166,16 @@ def test_the_orphan_notice_closes_when_its_orphans_are_all_handled(reviewer, age
     delta_approve(delta=one, actor=person, reason="ok")
     delta_approve(delta=two, actor=person, reason="ok")
     register_v2(workspace)
-    banner = "need re-approval"
+    banner = 'data-testid="orphan-notice"'
     assert banner in reviewer.get("/deltas/orphans/").content.decode()
     # The escalation section was rewritten (stale): it is re-approved on its own card.
     response = reviewer.post(
         f"/deltas/orphans/{one.pk}/reapprove/", {"reason": "still right"}, **HX
     )
     assert response.status_code == 200
-    # One orphan left: the notice is still open.
-    assert banner in reviewer.get("/deltas/orphans/").content.decode()
+    # One orphan left: the notice is still open, and counts it.
+    html = reviewer.get("/deltas/orphans/").content.decode()
+    assert banner in html and "still needs re-approval (of 2 it orphaned)" in html
     delta_reject(delta=SkillDelta.objects.get(pk=two.pk), actor=person, reason="gone")
     assert banner not in reviewer.get("/deltas/orphans/").content.decode()
     dashboard = reviewer.get("/dashboard/").content.decode()
