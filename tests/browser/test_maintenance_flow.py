@@ -23,7 +23,7 @@ def test_run_now_then_settle_the_contradiction(
     row = page.locator(f"#job-{run.pk}")
     expect(row).to_be_visible()
     expect(row.locator(".badge.succeeded")).to_be_visible(timeout=60000)  # polled in place
-    expect(row).to_contain_text("sent_to_review 1")
+    expect(row).to_contain_text("sent to review 1")  # counts in words
     assert page.evaluate("window.__cairnMarker") == "same page"
 
     review = ReviewItem.objects.get(workspace=workspace)

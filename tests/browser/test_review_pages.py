@@ -51,7 +51,8 @@ def test_job_filters_update_the_list_and_the_url(login, live_server, workspace):
     page.goto(f"{live_server.url}/jobs/")
     page.evaluate("window.__cairnMarker = 'same page'")
     page.select_option("#job-status", "failed")
-    page.wait_for_url(re.compile(r"/jobs/\?kind=&status=failed&since=$"))
+    # The filter form carries its workspace (a ws field, and ws on its hx-get).
+    page.wait_for_url(re.compile(r"/jobs/\?(ws=[^&]+&)*kind=&status=failed&since=$"))
     expect(page.locator(f"#job-{decay.pk}")).to_have_count(0)
     expect(page.locator(f"#job-{failed.pk}")).to_contain_text("boom")
     page.select_option("#job-kind", "decay")
@@ -80,7 +81,7 @@ def test_the_audit_log_filters_and_pages_in_place(login, live_server, workspace)
     rest = AuditEvent.objects.filter(workspace=workspace).count() - 50  # incl. the login's own
     expect(page.locator("#rows tbody tr")).to_have_count(rest)
     page.fill("#audit-action", "token.rev")
-    page.wait_for_url(re.compile(r"/audit/\?action=token.rev&actor=(&from=&to=)?$"))
+    page.wait_for_url(re.compile(r"/audit/\?(ws=[^&]+&)*action=token.rev&actor=(&from=&to=)?$"))
     expect(page.locator("#rows tbody tr")).to_have_count(1)
     expect(page.locator(f"#audit-{revoke.pk}")).to_contain_text("laptop lost")
     assert page.evaluate("window.__cairnMarker") == "same page"
