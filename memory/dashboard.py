@@ -10,14 +10,13 @@ from django.db.models import Count, Exists, F, Func, IntegerField, Q, Value
 from django.db.models.functions import Least, TruncDate
 from django.utils import timezone
 
-from memory.core.selectors import day_start
+from memory.core.selectors import day_start, job_run_list
 from memory.lessons.changes import LEARNED_ACTIONS, RETIRED_ACTIONS, lesson_change_counts
 from memory.models import (
     Agent,
     ApiToken,
     AuditEvent,
     ConfidenceChange,
-    JobRun,
     Knowledge,
     KnowledgeStatus,
     Lesson,
@@ -35,12 +34,9 @@ def dashboard_counts(*, workspace: Workspace) -> dict:
         "active_tokens": ApiToken.objects.filter(
             workspace=workspace, revoked_at__isnull=True
         ).count(),
-        "recent_jobs": list(
-            # Newest by id: the primary key index stops after five rows (see ops.JOB_RUN_ORDER).
-            JobRun.objects.filter(Q(workspace=workspace) | Q(workspace__isnull=True)).order_by(
-                "-id"
-            )[:5]
-        ),
+        # Newest by id: the primary key index stops after five rows (see JOB_RUN_ORDER);
+        # successful heartbeats left out, as on Job runs, or they would be all five.
+        "recent_jobs": list(job_run_list(workspace=workspace, with_quiet=False)[:5]),
     }
 
 

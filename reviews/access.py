@@ -65,6 +65,16 @@ def current_membership(request) -> Membership | None:
     return membership
 
 
+class RoleNeeded(PermissionDenied):
+    """A page refused for the role: the 403 page says which role the roles table asks
+    for and which one the person holds (``reviews.session.forbidden``)."""
+
+    def __init__(self, *, needed: str, membership: Membership | None):
+        super().__init__(f"This needs the {needed} role in this workspace.")
+        self.needed = needed
+        self.membership = membership
+
+
 class RoleMiddleware(LoginRequiredMiddleware):
     """Login by default, and the role ``memory.identity.roles`` declares, before any view.
 
@@ -106,7 +116,7 @@ class RoleMiddleware(LoginRequiredMiddleware):
         if membership is None or not roles.role_allows(held=membership.role, needed=needed):
             if quiet:
                 return _nothing_changed()
-            raise PermissionDenied(f"This needs the {needed} role in this workspace.")
+            raise RoleNeeded(needed=needed, membership=membership)
         request.membership = membership
         request.workspace = membership.workspace
         return None
@@ -200,9 +210,16 @@ T = TypeVar("T")
 def call_service(call: Callable[[], T]) -> tuple[T | None, str]:
     """Run a service call for a person: ``(its result, "")``, or ``(None, the refusal's
     message)``; a 403 refusal (the service's own role check) is ``PermissionDenied``."""
+    result, refusal = call_service_refusal(call)
+    return result, refusal.message if refusal else ""
+
+
+def call_service_refusal(call: Callable[[], T]) -> tuple[T | None, ApplicationError | None]:
+    """``call_service`` for a form that puts each refusal under its field: ``(its
+    result, None)`` or ``(None, the refusal)``, whose ``fields`` name the field."""
     try:
-        return call(), ""
+        return call(), None
     except ApplicationError as exc:
         if exc.status_code == 403:
             raise PermissionDenied(exc.message) from exc
-        return None, exc.message
+        return None, exc

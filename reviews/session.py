@@ -15,6 +15,8 @@ from urllib.parse import quote, urlsplit
 from django.conf import settings
 from django.shortcuts import render, resolve_url
 
+from memory.identity.roles import role_lines
+
 MESSAGE_HEADER = "X-Cairn-Message"
 CSRF_MESSAGE = (
     "This page's security token is out of date (the session ended or was renewed in "
@@ -44,12 +46,30 @@ class ExpiredSessionMiddleware:
         return response
 
 
+def _role_context(exception) -> dict:
+    """For a refusal by role: the role the page needs, the one the person holds and
+    every role's sentence, all from the roles table (``role_lines``), so the page says
+    what the server enforces."""
+    from reviews.access import RoleNeeded
+
+    if not isinstance(exception, RoleNeeded):
+        return {}
+    membership = exception.membership
+    return {
+        "needed_role": exception.needed,
+        "held_role": membership.role if membership else "",
+        "workspace_name": membership.workspace.name if membership else "",
+        "role_lines": role_lines(),
+    }
+
+
 def forbidden(request, exception=None):
     """handler403: the reason in the page, and in a header for htmx toasts."""
     reason = str(exception) if exception and str(exception) else ""
     if not reason:
         reason = "Your role in this workspace does not allow that."
-    response = render(request, "403.html", {"exception": reason}, status=403)
+    context = {"exception": reason, **_role_context(exception)}
+    response = render(request, "403.html", context, status=403)
     response[MESSAGE_HEADER] = reason
     return response
 

@@ -64,11 +64,31 @@ def _created_since(start: datetime) -> Q:
     return Q(created_at__gte=start, id__gt=Coalesce(Subquery(before), Value(0)))
 
 
+# Kinds that run every few minutes to prove the stack is alive: their successful runs
+# are left out of lists unless asked for (288 heartbeats a day would bury every other
+# run); a failed or stuck one is news and stays.
+QUIET_JOB_KINDS = ("heartbeat",)
+
+
+def _quiet_runs() -> Q:
+    return Q(kind__in=QUIET_JOB_KINDS, status=JobRun.Status.SUCCEEDED)
+
+
 def job_run_list(
-    *, workspace: Workspace, kind: str = "", status: str = "", since: date | None = None
+    *,
+    workspace: Workspace,
+    kind: str = "",
+    status: str = "",
+    since: date | None = None,
+    with_quiet: bool = True,
 ) -> QuerySet[JobRun]:
-    """Runs newest first; ``status`` is one status or ``ACTIVE``; ``since`` a first day."""
+    """Runs newest first; ``status`` is one status or ``ACTIVE``; ``since`` a first day.
+
+    ``with_quiet=False`` leaves out the successful runs of ``QUIET_JOB_KINDS`` (unless
+    ``kind`` names one of them: then they are what was asked for)."""
     qs = JobRun.objects.filter(_job_scope(workspace))
+    if not with_quiet and kind not in QUIET_JOB_KINDS:
+        qs = qs.exclude(_quiet_runs())
     if kind:
         qs = qs.filter(kind=kind)
     if status == ACTIVE:
@@ -78,6 +98,16 @@ def job_run_list(
     if since is not None:
         qs = qs.filter(_created_since(day_start(since)))
     return qs.order_by(*JOB_RUN_ORDER)
+
+
+def job_run_quiet_last(*, workspace: Workspace) -> JobRun | None:
+    """The newest successful run of a quiet kind (what a list leaving them out says)."""
+    return (
+        JobRun.objects.filter(_job_scope(workspace))
+        .filter(_quiet_runs())
+        .order_by(*JOB_RUN_ORDER)
+        .first()
+    )
 
 
 def job_run_get(*, workspace: Workspace, pk) -> JobRun | None:

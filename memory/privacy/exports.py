@@ -467,6 +467,53 @@ def export_download_record(*, run: JobRun, actor: Actor) -> None:
     )
 
 
+def _export_paths(workspace: Workspace, *, older_than: dt.datetime | None = None) -> list[Path]:
+    """The files ``export_files_forget`` deletes: every file in the workspace's export
+    directory, or those written before ``older_than``."""
+    directory = export_dir(workspace)
+    if not directory.is_dir():
+        return []
+    paths = []
+    for path in sorted(directory.iterdir()):
+        if not path.is_file():
+            continue
+        if older_than is not None:
+            mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC)
+            if mtime >= older_than:
+                continue
+        paths.append(path)
+    return paths
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    """An export file on disk, and the export run that wrote it (None: no run names it,
+    e.g. a file copied in by hand)."""
+
+    name: str
+    size: int
+    run_id: int | None
+
+
+def export_files_list(*, workspace: Workspace) -> list[ExportFile]:
+    """The export files an erasure of ``workspace`` would delete (all of them, by the
+    same listing ``export_files_forget`` deletes from), newest run first."""
+    runs = {
+        Path(run.result["file"]).name: run.pk
+        for run in JobRun.objects.filter(
+            workspace=workspace, kind="export", result__has_key="file"
+        ).only("pk", "result")
+    }
+    files = []
+    for path in _export_paths(workspace):
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:  # deleted meanwhile (retention, another erasure)
+            continue
+        files.append(ExportFile(name=path.name, size=size, run_id=runs.get(path.name)))
+    return sorted(files, key=lambda f: (f.run_id is None, -(f.run_id or 0), f.name))
+
+
 def export_files_forget(
     *,
     workspace: Workspace,
@@ -482,18 +529,10 @@ def export_files_forget(
     ``{"missing": true}`` for a file that went some other way), so their rows
     say why the download is gone.
     """
-    directory = export_dir(workspace)
     deleted: set[str] = set()
-    if directory.is_dir():
-        for path in directory.iterdir():
-            if not path.is_file():
-                continue
-            if older_than is not None:
-                mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC)
-                if mtime >= older_than:
-                    continue
-            path.unlink(missing_ok=True)
-            deleted.add(path.name)
+    for path in _export_paths(workspace, older_than=older_than):
+        path.unlink(missing_ok=True)
+        deleted.add(path.name)
     if erasure is not None:
         why = {"erasure": erasure}
     elif older_than is not None:

@@ -4,9 +4,30 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from memory.models import ErasureReceipt, JobRun, Workspace
+from memory.models import Agent, ConversationTurn, ErasureReceipt, JobRun, Knowledge, Workspace
 
 PRIVACY_JOB_KINDS = ("export", "erasure")
+
+
+def _newest(qs: QuerySet, column: str, *, exclude: tuple[str, ...] = ("",)) -> str:
+    value = qs.exclude(**{f"{column}__in": exclude}).order_by("-id").values_list(column, flat=True)
+    return next(iter(value[:1]), "")
+
+
+def erasure_examples(*, workspace: Workspace) -> dict[str, str]:
+    """One real value per erasure selector kind, taken from this workspace's newest rows,
+    for the form's placeholders: an example that matches something teaches the format
+    better than a description. Kinds with no value yet are left out. The default
+    context, "global", is never offered: erasing it would reach most of a workspace."""
+    examples = {
+        "agent": _newest(Agent.objects.filter(workspace=workspace), "name"),
+        "entity": _newest(Knowledge.objects.filter(workspace=workspace), "entity"),
+        "context": _newest(
+            Knowledge.objects.filter(workspace=workspace), "context", exclude=("", "global")
+        ),
+        "session": _newest(ConversationTurn.objects.filter(workspace=workspace), "session_id"),
+    }
+    return {kind: value for kind, value in examples.items() if value}
 
 
 def job_run_in_workspace(*, workspace: Workspace, pk) -> JobRun | None:

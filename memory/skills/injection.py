@@ -139,7 +139,27 @@ def injection_spans(text: str) -> list[tuple[int, int, str]]:
     return sorted(spans)
 
 
+EXCERPT_CONTEXT = 20  # characters of context either side of a match, at most
+EXCERPT_MAX = 160
+
+
 def _excerpt(text: str, start: int, end: int) -> str:
-    snippet = text[max(0, start - 20) : min(len(text), end + 20)]
+    """The match with up to ``EXCERPT_CONTEXT`` characters either side, cut between
+    words (a reviewer reading "nore all previous" has to guess), "…" where it is cut."""
+    # The windows are EXCERPT_CONTEXT characters long: a plain walk, no pattern.
+    left = max(0, start - EXCERPT_CONTEXT)
+    if left > 0 and not text[left - 1].isspace():
+        spaces = [i for i in range(left, start) if text[i].isspace()]
+        left = spaces[0] + 1 if spaces else start
+    right = min(len(text), end + EXCERPT_CONTEXT)
+    if right < len(text) and not text[right].isspace():
+        spaces = [i for i in range(end, right) if text[i].isspace()]
+        right = spaces[-1] if spaces else end
     # Show hidden characters as escapes so the reviewer can see them.
-    return snippet.encode("unicode_escape").decode("ascii")[:160]
+    snippet = text[left:right].encode("unicode_escape").decode("ascii")
+    cut_right = right < len(text)
+    if len(snippet) > EXCERPT_MAX:
+        space = snippet.rfind(" ", 0, EXCERPT_MAX)
+        snippet = snippet[: space if space > 0 else EXCERPT_MAX]
+        cut_right = True
+    return ("…" if left > 0 else "") + snippet + ("…" if cut_right else "")

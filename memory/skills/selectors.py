@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db.models import CharField, Count, Exists, F, OuterRef, Prefetch, Q
-from django.db.models.functions import Cast
+from django.db.models import CharField, Count, Exists, F, OuterRef, Prefetch, Q, Subquery, Value
+from django.db.models.functions import Cast, Coalesce
 
 from cairn.errors import NotFoundError
 from memory.models import (
@@ -170,7 +170,28 @@ def orphan_notice_list(*, workspace: Workspace, unseen_only: bool = True):
     Open: not dismissed, and the skill still has orphans (re-approving or
     discarding the last one closes the notice without a click).
     """
-    qs = OrphanNotice.objects.filter(workspace=workspace).select_related("skill", "version")
+    qs = (
+        OrphanNotice.objects.filter(workspace=workspace)
+        .select_related("skill", "version")
+        # ``count`` is how many the update orphaned; ``remaining``, how many still wait
+        # (a banner saying 3 after two were re-approved reads as if nothing happened).
+        .annotate(
+            remaining=Coalesce(
+                Subquery(
+                    SkillDelta.objects.filter(
+                        workspace_id=OuterRef("workspace_id"),
+                        skill_id=OuterRef("skill_id"),
+                        status=DeltaStatus.ORPHANED,
+                    )
+                    .order_by()
+                    .values("skill_id")
+                    .annotate(n=Count("pk"))
+                    .values("n")
+                ),
+                Value(0),
+            )
+        )
+    )
     if unseen_only:
         qs = qs.filter(seen_at__isnull=True).filter(_orphans_remain())
     return qs.order_by("-created_at", "-id")

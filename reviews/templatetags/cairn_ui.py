@@ -113,6 +113,54 @@ def ago(moment) -> str:
     return f"{seconds // 86400} days ago"
 
 
+def _unit(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@register.filter
+def every_words(interval) -> str:
+    """An interval for people: 300 s → "every 5 minutes", 1 h → "every hour"."""
+    if interval is None:
+        return ""
+    seconds = int(interval.total_seconds() if isinstance(interval, timedelta) else interval)
+    for size, word in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"every {word}" if n == 1 else f"every {_unit(n, word)}"
+    return f"every {_unit(seconds, 'second')}"
+
+
+@register.filter
+def since_words(moment) -> str:
+    """How long since ``moment``, as Django's timesince says it ("3\xa0days"), but
+    "under a minute" instead of "0\xa0minutes" for something that just arrived."""
+    from django.utils.timesince import timesince
+
+    if not moment:
+        return ""
+    if (timezone.now() - moment).total_seconds() < 60:
+        return "under a minute"
+    return timesince(moment)
+
+
+@register.filter
+def until(moment) -> str:
+    """How far ahead a moment is ("in 3 min", "in 5 h", "in 2 days"); a past one says
+    how long ago it was due."""
+    if not moment:
+        return ""
+    seconds = int((moment - timezone.now()).total_seconds())
+    if seconds < 0:
+        return f"due {ago(moment)}"
+    if seconds < 60:
+        return "in under a minute"
+    if seconds < 3600:
+        return f"in {seconds // 60} min"
+    if seconds < 48 * 3600:
+        return f"in {seconds // 3600} h"
+    return f"in {seconds // 86400} days"
+
+
 @register.filter
 def lookup(mapping, key):
     """``mapping[key]`` or '' (for dicts built by the view, e.g. project labels)."""
@@ -275,6 +323,15 @@ def key_words(name) -> str:
     if "." in text:
         text = text.rsplit(".", 1)[1]
     return text.replace("_", " ").replace("-", " ").strip()
+
+
+@register.filter
+def detail_value(value, key="") -> str:
+    """A details value as the audit log says it: 0.954123 → "0.95", lists joined,
+    dicts as "key: value", booleans yes/no (``audit_sentences.value_text``)."""
+    from reviews.audit_sentences import value_text
+
+    return value_text(str(key), value)
 
 
 @register.filter

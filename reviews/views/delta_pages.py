@@ -76,6 +76,27 @@ def _history(delta) -> list:
     return events
 
 
+# How an archived delta got there, in the words its page heads with ("rejected by ann").
+ENDINGS = {
+    "delta.reject": "rejected",
+    "delta.revert": "reverted",
+    "delta.reset": "archived by a reset",
+    "delta.archive": "archived",
+}
+
+
+def _ending(delta, history: list):
+    """The event that archived ``delta`` (the newest one that can), or None: an archived
+    delta read as a bare "archived", with no word of who rejected it or why."""
+    if delta.status != DeltaStatus.ARCHIVED:
+        return None
+    for event in reversed(history):
+        if event.action in ENDINGS:
+            event.ending = ENDINGS[event.action]
+            return event
+    return None
+
+
 def _decided_diff(delta) -> dict | None:
     """The diff the person who decided ``delta`` was shown, rebuilt from what was kept.
 
@@ -111,10 +132,12 @@ def deltas_detail(request, pk: int):
         raise Http404("No such delta in this workspace.")
     with_previews(request.workspace, [delta])
     queue = STATUS_QUEUES.get(delta.status)
+    history = _history(delta)
     context = {
         "delta": delta,
         "decided": _decided_diff(delta),
-        "history": _history(delta),
+        "history": history,
+        "ended": _ending(delta, history),
         "samples": trust_sample_list(workspace=request.workspace, scope=delta.scope),
         "samples_shown": TRUST_SAMPLES_SHOWN,
         "queue_url": f"{reverse(queue)}#delta-{delta.pk}" if queue else "",

@@ -221,6 +221,9 @@ def _orphans_context(request) -> dict:
     context["notices"] = notices[:NOTICES_SHOWN]
     context["more_notices"] = len(notices) > NOTICES_SHOWN
     context["ticked"] = []
+    # Bulk re-approval skips stale orphans (each is re-approved on its own card): with
+    # only stale ones on the page, "Select all" and the bulk form would select nothing.
+    context["bulk_possible"] = any(not d.is_stale for d in context["page"].items)
     return context
 
 

@@ -13,13 +13,16 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from cairn.health import check_workers
+from memory.core.schedule import job_schedule
 from memory.core.selectors import (
     ACTIVE,
     ACTIVE_JOB_STATUSES,
     JOB_RUN_ORDER,
+    QUIET_JOB_KINDS,
     job_run_get,
     job_run_kinds,
     job_run_list,
+    job_run_quiet_last,
 )
 from memory.maintenance.runnow import RUNNABLE_JOBS, job_run_now
 from memory.models import JobRun, Role
@@ -59,24 +62,51 @@ def _workers_answering() -> int:
     return count
 
 
-def _list_context(request, *, kind: str = "", status: str = "", since: date | None = None) -> dict:
+def _list_context(
+    request,
+    *,
+    kind: str = "",
+    status: str = "",
+    since: date | None = None,
+    heartbeats: bool = False,
+) -> dict:
     workspace = request.workspace
-    queryset = job_run_list(workspace=workspace, kind=kind, status=status, since=since)
+    queryset = job_run_list(
+        workspace=workspace, kind=kind, status=status, since=since, with_quiet=heartbeats
+    )
     page = paginate(request, queryset, ordering=JOB_RUN_ORDER)
+    # Successful heartbeats (every few minutes) are left out unless asked for; the list
+    # says so, with the newest one, so a live stack still shows that it is live.
+    hides_quiet = not heartbeats and kind not in QUIET_JOB_KINDS
     return {
         **_common(),
         "page": page,
+        "heartbeats": heartbeats,
+        "quiet_last": (lambda: job_run_quiet_last(workspace=workspace)) if hides_quiet else None,
+        # A callable: beat's schedule is read only when the full page renders it.
+        "schedule": job_schedule,
         # Nothing ran yet: ask the workers (one ping, only in this rare case) so the
         # empty state says whether they are up instead of guessing.
-        "workers": None if page.items or kind or status or since else _workers_answering(),
+        "workers": None
+        if page.items or kind or status or since or heartbeats
+        else _workers_answering(),
         "kind": kind,
         "status": status,
         "since": since.isoformat() if since else "",
-        "filtered": bool(kind or status or since),
+        "filtered": bool(kind or status or since or heartbeats),
         # A callable: the template calls it only when it renders the filters (full page).
         "kinds": lambda: job_run_kinds(workspace=workspace),
         "statuses": [(ACTIVE, "queued or running"), *JobRun.Status.choices],
         "list_url": reverse("reviews:jobs"),
+        "heartbeats_url": reverse("reviews:jobs")
+        + "?"
+        + urlencode(
+            {
+                **{k: v for k, v in (("kind", kind), ("status", status)) if v},
+                **({"since": since.isoformat()} if since else {}),
+                "heartbeats": "shown",
+            }
+        ),
         # Admins may start any job now; the buttons are not shown to others.
         "runnable": [
             {
@@ -103,7 +133,8 @@ def jobs(request):
         since = date.fromisoformat(request.GET.get("since", "")[:10])
     except ValueError:
         since = None
-    context = _list_context(request, kind=kind, status=status, since=since)
+    heartbeats = request.GET.get("heartbeats") == "shown"
+    context = _list_context(request, kind=kind, status=status, since=since, heartbeats=heartbeats)
     return render_page(request, "reviews/jobs.html", context, partial="rows")
 
 

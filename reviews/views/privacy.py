@@ -29,10 +29,12 @@ from memory.privacy.exports import (
     export_download_record,
     export_file_get,
     export_file_missing_why,
+    export_files_list,
     export_request,
 )
 from memory.privacy.selection import ERASURE_SELECTORS, EXPORT_SELECTORS, selector_parse
 from memory.privacy.selectors import (
+    erasure_examples,
     erasure_receipt_get,
     erasure_receipt_list,
     export_run_get,
@@ -60,6 +62,15 @@ ERASURE_KINDS = (
     ("text", "Any text containing…"),
 )
 ORDER = ("-id",)
+# What to type for each erasure kind when the workspace has no value of it yet; once it
+# has one, the placeholder is that real value (``erasure_examples``).
+ERASURE_HINTS = {
+    "agent": "an agent's name, as on the Agents page",
+    "entity": "an entity as agents write it, kind:name",
+    "context": "a context agents wrote under",
+    "session": "a session id from Conversations",
+    "text": "any words the rows contain, e.g. a name or an email address",
+}
 
 
 def _selector_data(post, allowed) -> dict:
@@ -199,14 +210,35 @@ def exports_download(request, pk: int):
 # --------------------------------------------------------------------------- erasures
 
 
+def _erasure_kinds(workspace) -> list[dict]:
+    """The selector kinds with each one's placeholder: a real value of this workspace
+    ("e.g. person:sarah_chen") where there is one, else what to type."""
+    examples = erasure_examples(workspace=workspace)
+    return [
+        {
+            "value": value,
+            "label": label,
+            "placeholder": f"e.g. {examples[value]}"
+            if value in examples
+            else ERASURE_HINTS.get(value, ""),
+        }
+        for value, label in ERASURE_KINDS
+    ]
+
+
 def _erasures_context(request, **extra) -> dict:
+    form = extra.pop("form", {"kind": "entity"})
+    kinds = _erasure_kinds(request.workspace)
     return {
         "page": paginate(
             request, erasure_receipt_list(workspace=request.workspace), ordering=ORDER
         ),
         "list_url": reverse("reviews:erasures"),
-        "kinds": ERASURE_KINDS,
-        "form": extra.pop("form", {"kind": "entity"}),
+        "kinds": kinds,
+        "placeholder": next(
+            (k["placeholder"] for k in kinds if k["value"] == form.get("kind")), ""
+        ),
+        "form": form,
         "text_min": settings.CAIRN_ERASURE_TEXT_MIN_CHARS,
         **extra,
     }
@@ -229,10 +261,14 @@ def _preview_or_error(request):
     return form, selector, preview
 
 
-def _preview_context(form, selector, preview, **extra) -> dict:
+def _preview_context(request, form, selector, preview, **extra) -> dict:
     return {
         "form": form,
         "selector_kind": selector.kind,
+        "kind_label": dict(ERASURE_KINDS).get(selector.kind, selector.kind),
+        # Erasure deletes every export file of the workspace (one written before may
+        # hold these rows): the preview names them, as the certificate counts them.
+        "export_files": export_files_list(workspace=request.workspace) if preview.total else [],
         "rows": _rows(preview.counts),
         "recompute": _rows(preview.recompute),
         "kept_matches": _rows(preview.kept_matches),
@@ -252,7 +288,7 @@ def erasures_preview(request):
         if wants_fragment(request):
             return render_action(request, "reviews/erasures.html#erasure_form", context, status=422)
         return render_page(request, "reviews/erasures.html", context, partial="rows", status=422)
-    context = _preview_context(form, selector, preview)
+    context = _preview_context(request, form, selector, preview)
     if wants_fragment(request):
         return render_action(request, "reviews/erasure_preview.html#panel", context)
     response = render_page(request, "reviews/erasure_preview.html", context, partial="panel")
@@ -281,6 +317,7 @@ def erasures_start(request):
         )
     except ApplicationError as exc:
         context = _preview_context(
+            request,
             form,
             selector,
             preview,

@@ -31,7 +31,13 @@ from memory.webhooks.services import (
     webhook_update,
 )
 from memory.webhooks.signing import SIGNATURE_HEADER
-from reviews.access import WORKSPACE_PARAM, actor_for, call_service, require_role
+from reviews.access import (
+    WORKSPACE_PARAM,
+    actor_for,
+    call_service,
+    call_service_refusal,
+    require_role,
+)
 from reviews.forms import ReasonForm
 from reviews.htmx import redirect_back, render_page
 from reviews.toasts import (
@@ -85,13 +91,15 @@ def webhooks(request):
 @require_POST
 def webhooks_create(request):
     url, chosen = request.POST.get("url", ""), request.POST.getlist("events")
-    issued, error = call_service(
+    issued, refusal = call_service_refusal(
         lambda: webhook_create(
             workspace=request.workspace, url=url, events=chosen, actor=actor_for(request)
         )
     )
-    if issued is None:
-        context = _list_context(request, create_error=error, form_url=url, chosen=chosen)
+    if refusal is not None:
+        # The refusal sits under the field it is about (the URL's, or the events').
+        where = "events_error" if "events" in (refusal.fields or {}) else "create_error"
+        context = _list_context(request, form_url=url, chosen=chosen, **{where: refusal.message})
         return render(request, LIST, context, status=400)
     messages.success(request, "Webhook added. Copy its secret now: it is shown only once.")
     return _once(request, LIST, _list_context(request, issued=issued))

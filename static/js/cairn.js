@@ -214,6 +214,11 @@
     form.querySelectorAll("[data-when]").forEach(function (field) {
       field.hidden = field.dataset.when.split(" ").indexOf(select.value) === -1;
     });
+    // The value's placeholder follows the kind: a real example of it where there is one.
+    const option = select.selectedOptions[0];
+    form.querySelectorAll('[data-placeholder-from="' + select.id + '"]').forEach(function (input) {
+      if (option && option.dataset.placeholder !== undefined) input.placeholder = option.dataset.placeholder;
+    });
   }
   function syncAll(root) {
     root.querySelectorAll("select[data-scope]").forEach(sync);
@@ -223,4 +228,18 @@
   });
   document.addEventListener("DOMContentLoaded", function () { syncAll(document); });
   document.addEventListener("htmx:afterSettle", function (event) { syncAll(event.target); });
+})();
+
+// A page answering a POST that must not be sent twice (Members' Add: a reload would
+// add again, or fail as "already a member"): the address bar becomes the page's GET
+// address, so a reload asks for the page instead of re-posting the form. Not a
+// redirect: the one-time password lives in this answer only, never in the session.
+(function () {
+  "use strict";
+  document.addEventListener("DOMContentLoaded", function () {
+    const marked = document.querySelector("[data-replace-url]");
+    if (marked && window.history.replaceState) {
+      window.history.replaceState(null, "", marked.dataset.replaceUrl);
+    }
+  });
 })();

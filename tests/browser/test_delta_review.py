@@ -157,7 +157,7 @@ def test_a_reviewer_bulk_reapproves_orphans_after_a_skill_update(
     _no_reload_marker(page)
     notice = page.get_by_test_id("orphan-notice")
     expect(notice).to_contain_text(
-        "Skill triage-inbox was updated to 2.0.0: 4 learned adjustments need re-approval."
+        "Skill triage-inbox was updated to 2.0.0: 4 learned adjustments still need re-approval."
     )
     expect(page.locator(f"#delta-{ids['escalation']} .rebase .badge.stale")).to_be_visible()
     expect(page.locator(f"#delta-{ids['drafting']} .rebase")).to_contain_text("same section text")
@@ -181,6 +181,10 @@ def test_a_reviewer_bulk_reapproves_orphans_after_a_skill_update(
     expect(page.locator("#nav-orphans")).to_have_text("2")
     expect(page.locator("#nav-quarantine")).to_have_text("1")
     expect(page.locator("#toasts")).to_contain_text("Re-approved 1 of 2; 1 back in quarantine.")
+    # The notice counts what still waits, not what the update orphaned.
+    expect(page.get_by_test_id("orphan-notice")).to_contain_text(
+        "2 learned adjustments still need re-approval (of 4 it orphaned)."
+    )
     stale = page.locator(f"#delta-{ids['escalation']}")
     stale.locator("summary", has_text="Re-approve").click()
     stale.locator("details[open] input[name=reason]").fill("read against the new v2 text")

@@ -25,9 +25,13 @@ def test_an_admin_erases_a_person_and_keeps_the_certificate(
     page.wait_for_url(at(live_server.url, "/erasures/"))
     expect(page.locator("#rows .empty-state")).to_contain_text("No erasure")
 
-    # Choose the selector: only the value field for an entity shows.
+    # Choose the selector: only the value field for an entity shows, and its placeholder
+    # follows the kind with a real value of this workspace.
+    page.select_option("#erasure-kind", "agent")
+    expect(page.locator("#erasure-value")).to_have_attribute("placeholder", "e.g. gaia/chat")
     page.select_option("#erasure-kind", "entity")
     expect(page.locator("#erasure-remote")).to_be_hidden()
+    expect(page.locator("#erasure-value")).to_have_attribute("placeholder", "e.g. person:kept")
     page.fill("#erasure-value", "person:sarah_chen")
     page.get_by_role("button", name="Preview what goes").click()
 

@@ -3,6 +3,8 @@ its own section in both diff views, the decided diff kept, links that name their
 workspace, live counters, outcome channels, stale orphans one by one, and a phone
 header and approve form that stay out of the way."""
 
+from urllib.parse import urlsplit
+
 import pytest
 from playwright.sync_api import expect
 
@@ -222,6 +224,14 @@ def test_an_admin_adds_a_member_who_logs_in_with_the_one_time_password(
     page.get_by_role("button", name="Add", exact=True).click()
     password = page.get_by_test_id("one-time-password").inner_text()
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+    # The answer's address is the Members page's: a reload asks for the page again
+    # (no "resubmit the form?", no second add), and the password is gone with it.
+    assert urlsplit(page.url).path == "/members/"
+    page.reload()
+    expect(page.locator("h1")).to_have_text("Members")
+    expect(page.get_by_test_id("one-time-password")).to_have_count(0)
+    expect(page.locator("#member-error")).to_have_count(0)
+    expect(page.locator("body")).to_contain_text("newbie")
     other = browser.new_context(viewport={"width": width, "height": 800})
     them = other.new_page()
     them.goto(f"{live_server.url}/login/")

@@ -254,3 +254,14 @@ def test_keeping_one_of_two_knowledge_items_says_the_other_is_archived(reviewer,
         f"/contradictions/{knowledge_pair.pk}/keep_a/", {"reason": "checked the config"}, **HX
     ).content.decode()
     assert "kept A, archived B" in html and "retired" not in html.split("Resolved:")[1][:80]
+
+
+def test_a_similarity_reads_to_two_places(viewer, workspace):
+    a = LessonFactory(workspace=workspace, text="Use compose v2.")
+    b = LessonFactory(workspace=workspace, text="Use compose v1.")
+    details = {"similarity": 0.954123, "judge": "embedding_only", "pair": [a.pk, b.pk]}
+    ReviewItemFactory(workspace=workspace, a_id=a.pk, b_id=b.pk, details=details)
+    html = viewer.get("/contradictions/").content.decode()
+    assert "similarity <b>0.95</b>" in html and "0.954123" not in html
+    assert "judge <b>embedding_only</b>" in html
+    assert f"pair <b>{a.pk}, {b.pk}</b>" in html  # a list, not "[1, 2]"

@@ -130,3 +130,29 @@ def test_the_dashboard_shows_the_delta_queues_and_learning_kpis(member_client, w
 def test_the_delta_chart_has_an_empty_state(member_client, workspace):
     html = member_client(workspace=workspace, role="viewer").get("/dashboard/").content.decode()
     assert "No learned deltas yet" in html
+
+
+def test_recent_jobs_leave_out_successful_heartbeats(member_client, workspace):
+    decay = JobRunFactory(workspace=workspace, kind="decay")
+    beats = [JobRunFactory(workspace=None, kind="heartbeat", counts={}) for _ in range(5)]
+    failed = JobRunFactory(workspace=None, kind="heartbeat", status="failed", counts={})
+    html = member_client(workspace=workspace, role="viewer").get("/dashboard/").content.decode()
+    recent = html.split("<h2>Recent jobs</h2>")[1].split("</table>")[0]
+    assert f"/jobs/{decay.pk}/" in recent and f"/jobs/{failed.pk}/" in recent
+    assert not any(f"/jobs/{beat.pk}/" in recent for beat in beats)
+
+
+def test_counts_agree_with_their_nouns(member_client, workspace):
+    from tests.factories.review import ReviewItemFactory
+
+    client = member_client(workspace=workspace, role="viewer")
+    html = client.get("/dashboard/").content.decode()
+    assert '>0</span><span id="dash-contradictions-words">contradictions to settle<' in html
+    assert "<span>agents</span>" in html
+    ReviewItemFactory(workspace=workspace, a_id=1, b_id=2)
+    html = client.get("/dashboard/").content.decode()
+    assert '>1</span><span id="dash-contradictions-words">contradiction to settle<' in html
+    # The live counts swap the words with the number.
+    counts = client.get("/counts/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="dash-contradictions-words">contradiction to settle<' in counts
+    assert 'id="dash-staged-words">staged deltas to review<' in counts

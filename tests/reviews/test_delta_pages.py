@@ -308,6 +308,21 @@ def test_a_rejection_keeps_its_diff_too(reviewer_client, agent):
     assert 'data-testid="decided-diff"' in html and "## Drafting replies" in html
 
 
+def test_an_archived_delta_says_who_rejected_or_reverted_it(viewer, agent, person):
+    rejected = propose(agent, "Keep replies short.", section="drafting-replies")
+    delta_reject(delta=rejected, actor=person, reason="too broad")
+    html = viewer.get(f"/deltas/{rejected.pk}/").content.decode()
+    assert ", rejected</span></h1>" in html  # not a bare "archived"
+    ended = html.split('data-testid="delta-ended">')[1].split("</span>")[0]
+    assert ended.startswith("rejected by <code>user:ada</code>") and "too broad" in ended
+    reverted = propose(agent, "Escalate anything from the CFO after 48 hours, not 72.")
+    delta_approve(delta=reverted, actor=person, reason="yes")
+    delta_revert(delta=reverted, actor=person, reason="made replies worse")
+    html = viewer.get(f"/deltas/{reverted.pk}/").content.decode()
+    ended = html.split('data-testid="delta-ended">')[1].split("</span>")[0]
+    assert ended.startswith("reverted by <code>user:ada</code>") and "approved by" not in ended
+
+
 def test_the_delta_page_has_one_h1_and_approves_and_rejects(reviewer_client, agent):
     from memory.models import SkillDelta
 

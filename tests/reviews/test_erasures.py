@@ -1,13 +1,16 @@
 """Erasure requests: admin only; preview counts, typed confirmation, progress, certificate."""
 
 import json
+import re
 
 import pytest
 from django.test import Client
 
 from memory.models import AuditEvent, ErasureReceipt, JobRun, Knowledge
 from memory.privacy.erasure import erasure_job
+from memory.privacy.exports import export_dir
 from tests.factories.identity import WorkspaceFactory
+from tests.factories.knowledge import KnowledgeFactory
 from tests.factories.privacy import bundle, ready_agent, workspace_ready
 from tests.reviews import without_ws
 
@@ -84,8 +87,8 @@ def test_it_says_when_nothing_matches(admin, workspace):
     html = admin.post(
         "/erasures/preview/", {"kind": "context", "value": "nope"}, **HX
     ).content.decode()
-    assert "Nothing matches" in html and 'name="confirm"' not in html
-    assert "“nope”" in html and "No row of this workspace matches that context" in html
+    assert "Nothing matches “nope”" in html and 'name="confirm"' not in html
+    assert "No row of this workspace matches that context" in html
 
 
 def test_it_names_a_bad_selector(admin, workspace):
@@ -196,3 +199,73 @@ def test_it_lists_past_requests_in_a_fixed_number_of_queries(
         )
     with django_assert_max_num_queries(10):
         admin.get("/erasures/", **HX)
+
+
+def _placeholders(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<option value="(\w+)" data-placeholder="([^"]*)"', html))
+
+
+def test_each_kinds_placeholder_is_a_real_value_of_this_workspace(admin, workspace, populated):
+    html = admin.get("/erasures/").content.decode()
+    examples = _placeholders(html)
+    # The newest rows' values: typing one of them would match something.
+    assert examples["agent"] == "e.g. gaia/chat"
+    assert examples["entity"] == "e.g. person:kept"
+    assert examples["context"] == "e.g. ctx-kept" and examples["session"] == "e.g. sess-kept"
+    # The form opens on "entity": its input already shows the entity example.
+    assert 'placeholder="e.g. person:kept" data-placeholder-from="erasure-kind"' in html
+    preview = admin.post(
+        "/erasures/preview/", {"kind": "entity", "value": examples["entity"][5:]}
+    ).content.decode()
+    assert "This erasure deletes" in preview
+
+
+def test_a_new_workspaces_placeholders_say_what_to_type(admin, workspace):
+    KnowledgeFactory(workspace=workspace, context="global")
+    examples = _placeholders(admin.get("/erasures/").content.decode())
+    # Nothing to show yet (and never "global", which would reach most of a workspace).
+    assert examples["entity"] == "an entity as agents write it, kind:name"
+    assert "global" not in examples["context"] and not examples["context"].startswith("e.g.")
+    assert examples["text"].startswith("any words")
+
+
+@pytest.fixture
+def export_file(workspace, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    directory = export_dir(workspace)
+    directory.mkdir(parents=True)
+    path = directory / "cairn-export-test.json"
+    path.write_text("{}" * 1000)
+    run = JobRun.objects.create(
+        workspace=workspace,
+        kind="export",
+        status="succeeded",
+        result={"file": str(path.relative_to(tmp_path))},
+    )
+    return run, path
+
+
+def test_the_preview_names_the_export_files_the_certificate_counts(
+    admin, workspace, populated, export_file
+):
+    run, path = export_file
+    data = {"kind": "entity", "value": "person:sarah_chen"}
+    html = admin.post("/erasures/preview/", data, **HX).content.decode()
+    assert "every export file of this workspace, 1 file" in html
+    assert f"Export #{run.pk}: <code>cairn-export-test.json</code>" in html
+    assert "2\xa0KB" in html  # 2,000 bytes, in words (not "2.0 KB")
+    assert "and 1 export file for good</button>" in html
+    admin.post("/erasures/start/", {**data, "confirm": workspace.name})
+    receipt = ErasureReceipt.objects.get()
+    erasure_job(run=receipt.job_run, message=data)
+    done = admin.get(f"/erasures/{receipt.pk}/").content.decode()
+    assert "and 1 export file," in done and not path.exists()
+    # The rows deleted are named in words; the receipt's label stays a tooltip.
+    assert ">Knowledge items</td>" in done and ">memory.Knowledge<" not in done
+
+
+def test_a_preview_without_export_files_says_so(admin, workspace, populated, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    data = {"kind": "entity", "value": "person:sarah_chen"}
+    html = admin.post("/erasures/preview/", data, **HX).content.decode()
+    assert "This workspace has no export file" in html and "export file for good" not in html

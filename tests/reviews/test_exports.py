@@ -57,6 +57,13 @@ def test_it_shows_the_page_and_the_rows_fragment(reviewer, workspace):
     assert "<html" not in fragment and fragment.lstrip().startswith('<div id="rows"')
 
 
+def test_a_files_size_reads_in_words(reviewer, workspace):
+    run = _finished_export(workspace)
+    JobRun.objects.filter(pk=run.pk).update(result={**run.result, "bytes": 512 * 1024 * 1024})
+    html = reviewer.get("/exports/", **HX).content.decode()
+    assert "512\xa0MB" in html and "512.0" not in html
+
+
 def test_it_starts_an_export_as_a_job_and_audits_it(reviewer, workspace):
     response = reviewer.post("/exports/start/", {"kind": "workspace", "format": "jsonl"}, **HX)
     assert response.status_code == 200

@@ -29,6 +29,9 @@ def test_a_new_username_gets_a_password_shown_once(admin, workspace, client):
     assert user.check_password(password)
     assert Membership.objects.get(user=user, workspace=workspace).role == "reviewer"
     assert "no-cache" in response["Cache-Control"] or "no-store" in response["Cache-Control"]
+    # The answer asks the browser to show the Members page's own address, so a reload
+    # is a GET, not the form again (tests/browser/test_reviewer_desk_links.py reloads).
+    assert f'data-replace-url="/members/?ws={workspace.name}"' in html
     # Not shown again.
     assert password not in admin.get("/members/").content.decode()
     event = AuditEvent.objects.get(action="member.add", target_id=str(user.pk))

@@ -115,7 +115,9 @@ def test_the_notice_shows_until_a_reviewer_dismisses_it(member_client, orphans, 
     notice = OrphanNotice.objects.get(workspace=workspace)
     viewer = member_client(workspace=workspace, role="viewer")
     banner = (
-        "Skill triage-inbox was updated to 2.0.0:</strong> 5 learned adjustments need re-approval."
+        "Skill triage-inbox was updated to 2.0.0:</strong> "
+        '<span data-testid="notice-remaining">5</span> learned adjustments still need '
+        "re-approval."
     )
     viewer_html = viewer.get("/deltas/orphans/").content.decode()
     assert banner in viewer_html
@@ -142,9 +144,34 @@ def test_a_singular_notice_reads_right(reviewer, agent, workspace):
     propose(agent)
     register_v2(workspace)
     assert (
-        "1 learned adjustment needs re-approval."
+        '<span data-testid="notice-remaining">1</span> learned adjustment still needs re-approval.'
         in reviewer.get("/deltas/orphans/").content.decode()
     )
+
+
+def test_the_notice_counts_what_still_waits(reviewer, orphans):
+    pk = orphans["same"].pk
+    reviewer.post(f"/deltas/orphans/{pk}/reapprove/", {"reason": "still right"}, **HX)
+    html = reviewer.get("/deltas/orphans/").content.decode()
+    assert (
+        '<span data-testid="notice-remaining">4</span> learned adjustments still need '
+        "re-approval (of 5 it orphaned)." in html
+    )
+    assert "4" in reviewer.get("/dashboard/").content.decode().split("notice-remaining")[1][:5]
+
+
+def test_only_stale_orphans_left_offer_no_bulk_form(reviewer, orphans):
+    SkillDelta.objects.filter(status="orphaned").exclude(pk=orphans["stale"].pk).update(
+        status="archived"
+    )
+    html = reviewer.get("/deltas/orphans/").content.decode()
+    assert f'id="delta-{orphans["stale"].pk}"' in html
+    assert 'id="orphan-bulk"' not in html and "Select all on this page" not in html
+    assert "Select this group" not in html
+    # With one orphan that bulk can take, the form is back.
+    SkillDelta.objects.filter(pk=orphans["same"].pk).update(status="orphaned")
+    html = reviewer.get("/deltas/orphans/").content.decode()
+    assert 'id="orphan-bulk"' in html and "Select all on this page" in html
 
 
 def test_empty_state_says_what_to_do(viewer):

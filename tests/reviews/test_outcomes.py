@@ -92,6 +92,8 @@ def test_a_turn_shows_its_steps_checks_and_why_it_passed(viewer, workspace):
     assert '<span class="badge role-counts">counts</span>' in html
     assert '<span class="badge role-not-run">not run</span>' in html
     assert '<code>edit:src/app.py</code> <span class="badge edit"' in html
+    # The badge says what it means; "edit:src/app.py edit" read as a stutter.
+    assert ">changed files</span>" in html and "</code> edit" not in html
 
 
 def test_a_turn_is_also_an_htmx_fragment(viewer, workspace):

@@ -84,6 +84,12 @@ def test_each_card_says_how_long_it_has_waited_and_carries_its_shortcut_forms(re
     SkillDelta.objects.filter(pk=delta.pk).update(created_at=delta.created_at - timedelta(days=3))
     html = reviewer.get("/deltas/staged/").content.decode()
     assert re.search(r"waiting <time[^>]*>3\xa0days", html)
+    # One that just arrived has waited "under a minute", not "0 minutes".
+    fresh = propose(agent, "Sign with a first name.", section="drafting-replies")
+    html = reviewer.get("/deltas/staged/").content.decode()
+    card = html.split(f'id="delta-{fresh.pk}"')[1]
+    assert re.search(r"waiting <time[^>]*>under a minute<", card)
+    assert "0\xa0minutes" not in html
     assert 'data-card tabindex="-1"' in html
     assert 'data-key-action="approve"' in html and 'data-key-action="reject"' in html
     assert "js/queue.js" in html
@@ -160,15 +166,16 @@ def test_the_orphan_notice_closes_when_its_orphans_are_all_handled(reviewer, age
     delta_approve(delta=one, actor=person, reason="ok")
     delta_approve(delta=two, actor=person, reason="ok")
     register_v2(workspace)
-    banner = "need re-approval"
+    banner = 'data-testid="orphan-notice"'
     assert banner in reviewer.get("/deltas/orphans/").content.decode()
     # The escalation section was rewritten (stale): it is re-approved on its own card.
     response = reviewer.post(
         f"/deltas/orphans/{one.pk}/reapprove/", {"reason": "still right"}, **HX
     )
     assert response.status_code == 200
-    # One orphan left: the notice is still open.
-    assert banner in reviewer.get("/deltas/orphans/").content.decode()
+    # One orphan left: the notice is still open, and counts it.
+    html = reviewer.get("/deltas/orphans/").content.decode()
+    assert banner in html and "still needs re-approval (of 2 it orphaned)" in html
     delta_reject(delta=SkillDelta.objects.get(pk=two.pk), actor=person, reason="gone")
     assert banner not in reviewer.get("/deltas/orphans/").content.decode()
     dashboard = reviewer.get("/dashboard/").content.decode()

@@ -49,6 +49,35 @@ def test_a_role_refusal_names_the_role(member_client):
     assert response["X-Cairn-Message"] == "This needs the reviewer role in this workspace."
 
 
+def test_the_403_page_names_the_role_from_the_roles_table(member_client):
+    from memory.identity.roles import role_lines
+
+    workspace = WorkspaceFactory()
+    client = member_client(workspace=workspace, role="reviewer")
+    response = client.get("/members/")
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "This page needs the <strong>admin</strong> role in" in html
+    assert f"<code>{workspace.name}</code>; your role there is <strong>reviewer</strong>" in html
+    # Every role's sentence, as the table builds it (no hand-written summary), the
+    # needed one marked.
+    lines = dict(role_lines())
+    assert all(line in html for line in lines.values())
+    assert f'<li aria-current="true"><strong>{lines["admin"]}</strong></li>' in html
+    assert "viewers read, reviewers also approve" not in html
+
+
+def test_a_refusal_that_is_not_about_the_role_says_only_its_reason(member_client, rf):
+    from django.core.exceptions import PermissionDenied
+
+    from reviews.session import forbidden
+
+    request = rf.get("/")
+    request.user = member_client(workspace=WorkspaceFactory(), role="admin").user
+    html = forbidden(request, PermissionDenied("The last admin stays.")).content.decode()
+    assert "The last admin stays." in html and "role-lines" not in html
+
+
 def test_logins_are_throttled_after_five_wrong_passwords():
     workspace = WorkspaceFactory()
     user_create(workspace=workspace, username="target", role="viewer", password="right-pw-1")

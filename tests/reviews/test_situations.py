@@ -57,6 +57,9 @@ def test_the_outcome_page_shows_the_turns_situations_and_cost_line(viewer, works
     assert response.status_code == 200 and "<html" in html
     assert "3 steps · 94 s after gh was blocked, before asking" in html
     assert "To unblock: run `gh auth login`, then ask me again." in html
+    # The contract's last line is left for the agent: the page says so, instead of a
+    # bare "Meanwhile I can:" dangling at the end.
+    assert "its last line is the agent’s to finish" in html
     for event in ("detected", "workaround", "escalated", "lesson_stored"):
         assert f'<span class="badge">{event}</span>' in html
     fragment = viewer.get(f"/outcomes/{outcome.pk}/", **HX).content.decode()
@@ -85,6 +88,9 @@ def test_known_blockers_are_listed_per_machine(viewer, workspace):
     assert f'Machine <code title="{MACHINE}">' in html and "m-laptop" in html
     assert f'id="blocker-{gh.pk}"' in html and f'id="blocker-{ended.pk}"' not in html
     assert "Remove…" not in html  # viewers read only
+    # The probe's arguments in words, not a Python dict ({'binary': 'gh'}).
+    assert '<code>check_cli_setup</code> <span class="hint">binary: gh</span>' in html
+    assert "&#x27;binary&#x27;" not in html
     fragment = viewer.get("/situations/", {"machine": "m-laptop"}, **HX).content.decode()
     assert fragment.lstrip().startswith('<div id="rows">') and "<html" not in fragment
     assert fragment.count('data-testid="blocker"') == 1 and "docker" in fragment

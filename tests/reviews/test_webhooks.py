@@ -64,6 +64,9 @@ def test_a_bad_url_is_a_form_error_and_nothing_is_written(admin, url, says):
     html = response.content.decode()
     assert says in html
     assert 'aria-invalid="true"' in html
+    # Under the URL field, inside its box, before the events and the button.
+    field = html.split('<label for="webhook-url">')[1].split("</div>")[0]
+    assert 'id="webhook-url-error"' in field and says in field
     assert Webhook.objects.count() == 0
     assert not AuditEvent.objects.filter(target_type="webhook").exists()
 
@@ -71,7 +74,11 @@ def test_a_bad_url_is_a_form_error_and_nothing_is_written(admin, url, says):
 def test_no_event_chosen_is_a_form_error(admin):
     response = _create(admin, events=[])
     assert response.status_code == 400
-    assert "Choose at least one event." in response.content.decode()
+    html = response.content.decode()
+    # Under the events it is about, not under the URL.
+    events = html.split('<fieldset class="events-choice"')[1].split("<button")[0]
+    assert 'aria-describedby="webhook-events-error"' in events
+    assert "Choose at least one event." in events and "webhook-url-error" not in html
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer"])
