@@ -104,7 +104,10 @@ def test_a_new_admin_reaches_a_confirmed_lesson_from_the_dashboard_and_the_docs(
 
     # The lesson's page says where it came from and who confirmed it, in words.
     page.get_by_role("link", name="Lessons").first.click()
-    page.locator("a", has_text="Prefer uv:pip-install").first.click()
+    # "Use `uv pip install` instead of `pip install` for requirements.txt." (code spans
+    # or not, as the list shows them)
+    lesson = re.compile(r"Use \W?uv pip install\W? instead of \W?pip install")
+    page.locator("a", has_text=lesson).first.click()
     page.wait_for_url(re.compile(r"/lessons/\d+/\?ws=default"))
     assert "sent by the harness" in page.locator("[data-testid=provenance]").inner_text()
     why = page.locator("[data-testid=ledger-why]").all_inner_texts()
