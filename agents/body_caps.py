@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 
 from django.conf import settings
 from django.urls import Resolver404, resolve
@@ -84,10 +85,20 @@ def _size(schema: dict, components: dict, depth: int = 0) -> int | None:
     return None
 
 
-@functools.cache
+# drf-spectacular's schema generation is not thread-safe (its extensions load their
+# target classes lazily): two server threads building it at once answered a 500.
+_BUILDING = threading.Lock()
+
+
 def body_caps() -> dict[tuple[str, str], int | None]:
     """``{(url name, METHOD): cap in bytes, or None when the schema has no bound}`` for
-    every write operation of the agent API."""
+    every write operation of the agent API; built once, by one thread."""
+    with _BUILDING:
+        return _body_caps()
+
+
+@functools.cache
+def _body_caps() -> dict[tuple[str, str], int | None]:
     from drf_spectacular.generators import SchemaGenerator
 
     schema = SchemaGenerator().get_schema(request=None, public=True)

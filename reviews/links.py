@@ -6,8 +6,8 @@ was a link that opened in whatever workspace the session happened to be in. So t
 rule lives in one place every review page goes through: this middleware reads the
 HTML the view rendered and gives every link, form and htmx attribute that resolves
 to a review view the current workspace, and a redirect's ``Location`` too. A GET form
-gets a hidden ``ws`` field instead (a browser drops the query string of a GET form's
-action, and htmx would send both).
+gets a hidden ``ws`` field (a browser drops the query string of a GET form's action),
+which htmx leaves out (``hx-params="not ws"``: its request URL names it already).
 
 Which URL needs it is decided by the URL resolver (the ``reviews`` namespace), not by
 what the text looks like; static files, the API, the docs and the login page don't.
@@ -110,13 +110,8 @@ def add_workspace_to_html(text: str, *, workspace_name: str, current_path: str) 
     cursor = 0
     for offset, raw, tag, attrs in _StartTags(text).tags:
         new = raw
-        get_form = tag == "form" and (attrs.get("method") or "get").lower() == "get"
         for name, value in attrs.items():
             if name not in URL_ATTRIBUTES or value is None:
-                continue
-            if get_form and name in ("action", "hx-get"):
-                # Its hidden field carries the workspace (below); in the URL as well,
-                # htmx would send it twice (?ws=a&ws=a&q=...).
                 continue
             changed = with_workspace(
                 value, workspace_name=workspace_name, current_path=current_path
@@ -124,10 +119,13 @@ def add_workspace_to_html(text: str, *, workspace_name: str, current_path: str) 
             if changed != value:
                 quoted = '"' + html.escape(changed) + '"'
                 new = _PATTERNS[name].sub(lambda m, q=quoted: m.group(1) + q, new, count=1)
-        if get_form:
+        if tag == "form" and (attrs.get("method") or "get").lower() == "get":
             action = attrs.get("action") or attrs.get("hx-get") or current_path
             if needs_workspace(urlsplit(action).path or current_path):
                 new += hidden
+                if "hx-get" in attrs and "hx-params" not in attrs:
+                    # htmx sends the URL's ws already: without this, twice (?ws=a&ws=a).
+                    new = new[:5] + ' hx-params="not ws"' + new[5:]
         if new != raw and text.startswith(raw, offset):
             pieces.append(text[cursor:offset])
             pieces.append(new)

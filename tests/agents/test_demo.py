@@ -29,7 +29,7 @@ def test_it_loads_once_and_populates_the_queues(capsys):
     assert deltas.filter(status="orphaned").count() == 3
     # Learned from a failed-then-succeeded pair, then confirmed at the next session.
     install = Lesson.objects.get(
-        workspace=workspace, text__icontains="Use `uv pip install` instead of `pip install`"
+        workspace=workspace, text__icontains="Use `uv pip-install` instead of `pip install`"
     )
     assert install.state == "active"
     assert install.confidence > 0.5

@@ -106,7 +106,7 @@ def test_a_new_admin_reaches_a_confirmed_lesson_from_the_dashboard_and_the_docs(
     page.get_by_role("link", name="Lessons").first.click()
     # "Use `uv pip install` instead of `pip install` for requirements.txt." (code spans
     # or not, as the list shows them)
-    lesson = re.compile(r"Use \W?uv pip install\W? instead of \W?pip install")
+    lesson = re.compile(r"Use \W?uv pip.install\W? instead of \W?pip install")
     page.locator("a", has_text=lesson).first.click()
     page.wait_for_url(re.compile(r"/lessons/\d+/\?ws=default"))
     assert "sent by the harness" in page.locator("[data-testid=provenance]").inner_text()

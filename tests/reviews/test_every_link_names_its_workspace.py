@@ -43,12 +43,10 @@ class Links(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        get_form = tag == "form" and (attrs.get("method") or "get").lower() == "get"
         for name, value in attrs.items():
-            # A GET form's own URL is checked by its ws field (below), not its query.
-            if name in URL_ATTRIBUTES and value and not (get_form and name in ("action", "hx-get")):
+            if name in URL_ATTRIBUTES and value:
                 self.urls.append((tag, name, value))
-        if get_form:
+        if tag == "form" and (attrs.get("method") or "get").lower() == "get":
             self._form = [attrs.get("action") or attrs.get("hx-get") or "", False]
             self.get_forms.append(self._form)
         if tag == "input" and attrs.get("name") == "ws" and self._form is not None:
