@@ -26,7 +26,8 @@ def test_it_lists_turns_as_a_full_page(viewer, workspace):
     assert 'name="agent"' in html and 'name="passed"' in html
     row = html[html.index(f'id="outcome-{outcome.pk}"') :]
     row = row[: row.index("</tr>")]
-    assert "<code>sess-42</code></a> · 3" in row
+    # Turns are counted from 1 for people (turn_index 3 is the fourth turn).
+    assert "<code>sess-42</code></a> · turn 4" in row
     assert f"<code>{outcome.agent.name}</code>" in row
     assert '<span class="badge passed">passed</span>' in row
     assert "1 · 1" in row  # steps · checks
@@ -72,6 +73,7 @@ def test_empty_states_say_what_to_do(viewer, workspace):
 def test_a_turn_shows_its_steps_checks_and_why_it_passed(viewer, workspace):
     outcome = OutcomeFactory(
         workspace=workspace,
+        turn_index=0,
         approach=[
             step("edit:src/app.py", "src/app.py", "ok", 1, mutated=True),
             step("pytest:.", "tests", "ok", 2),
@@ -82,6 +84,8 @@ def test_a_turn_shows_its_steps_checks_and_why_it_passed(viewer, workspace):
     response = viewer.get(f"/outcomes/{outcome.pk}/")
     html = response.content.decode()
     assert response.status_code == 200 and "<html" in html
+    # The first turn (turn_index 0) is turn 1 for people, never "Turn 0".
+    assert "Turn 1 of <code" in html and "Turn 0" not in html
     assert (
         "<strong>Passed: latest pytest run exited 0 at step 2, after the last edit at step 1 "
         "(edit:src/app.py).</strong>" in html
