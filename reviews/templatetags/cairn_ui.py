@@ -104,13 +104,16 @@ def ago(moment) -> str:
     if not moment:
         return ""
     seconds = int((timezone.now() - moment).total_seconds())
-    if seconds < 60:
-        return "just now"
+    return "just now" if seconds < 60 else f"{_span(seconds)} ago"
+
+
+def _span(seconds: int) -> str:
+    """A minute or more, shortly: "5 min", "3 h", "4 days"."""
     if seconds < 3600:
-        return f"{seconds // 60} min ago"
+        return f"{seconds // 60} min"
     if seconds < 48 * 3600:
-        return f"{seconds // 3600} h ago"
-    return f"{seconds // 86400} days ago"
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
 
 
 def _unit(n: int, word: str) -> str:
@@ -152,13 +155,7 @@ def until(moment) -> str:
     seconds = int((moment - timezone.now()).total_seconds())
     if seconds < 0:
         return f"due {ago(moment)}"
-    if seconds < 60:
-        return "in under a minute"
-    if seconds < 3600:
-        return f"in {seconds // 60} min"
-    if seconds < 48 * 3600:
-        return f"in {seconds // 3600} h"
-    return f"in {seconds // 86400} days"
+    return "in under a minute" if seconds < 60 else f"in {_span(seconds)}"
 
 
 @register.filter
