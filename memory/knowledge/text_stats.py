@@ -32,6 +32,16 @@ _STAT_ROWS = f"""
     ),"""
 
 
+#: The workspace's recallable knowledge rows (sensitive ones included), folded and
+#: pending counts added: one value. Parameter: %(workspace_id)s.
+WORKSPACE_ROWS_SQL = """
+    SELECT coalesce(sum(n), 0) AS n FROM (
+        SELECT n FROM memory_textstat WHERE workspace_id = %(workspace_id)s AND lexeme = ''
+        UNION ALL
+        SELECT n FROM memory_textstatdelta WHERE workspace_id = %(workspace_id)s AND lexeme = ''
+    ) s"""
+
+
 def scope_ctes() -> str:
     """CTEs ``text_stat`` and ``text_scope`` (``small``: the workspace holds fewer than
     %(exact_below)s recallable rows, so its text is matched row by row through the

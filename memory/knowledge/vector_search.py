@@ -15,6 +15,8 @@ from django.conf import settings
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
+from memory.knowledge.text_stats import WORKSPACE_ROWS_SQL
+
 
 @functools.lru_cache(maxsize=4)
 def _vector_format(dimensions: int) -> str:
@@ -132,29 +134,33 @@ def set_vector_search(cursor, *, ef_search: int, iterative_scan: str | None = No
     time (its LIMIT, its scope), never by a generic plan made for any values.
     """
     cursor.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true), "
-        "set_config('hnsw.iterative_scan', %s, true), "
-        "set_config('hnsw.max_scan_tuples', %s, true), " + _CUSTOM_PLANS,
-        [
-            str(int(ef_search)),
-            iterative_scan or settings.CAIRN_RECALL_ITERATIVE_SCAN,
-            str(int(settings.CAIRN_RECALL_MAX_SCAN_TUPLES)),
-        ],
+        "SELECT set_config('hnsw.ef_search', %(ef)s, true), " + _SEARCH_SETTINGS,
+        {"ef": str(int(ef_search)), **_search_params(iterative_scan)},
     )
+
+
+# The settings every search sets besides its walk (``set_vector_search``).
+_SEARCH_SETTINGS = (
+    "set_config('hnsw.iterative_scan', %(scan)s, true), "
+    "set_config('hnsw.max_scan_tuples', %(tuples)s, true), " + _CUSTOM_PLANS
+)
+
+
+def _search_params(iterative_scan: str | None = None) -> dict:
+    return {
+        "scan": iterative_scan or settings.CAIRN_RECALL_ITERATIVE_SCAN,
+        "tuples": str(int(settings.CAIRN_RECALL_MAX_SCAN_TUPLES)),
+    }
 
 
 #: ``ef_search_for_rows`` in SQL, over the workspace's kept row count (text_stats), so a
 #: recall sets its walk in the statement that sets the other search settings.
-_EF_FOR_WORKSPACE = """
+_EF_FOR_WORKSPACE = f"""
     SELECT CASE WHEN r.n <= %(grow_from)s THEN greatest(%(base)s, %(floor)s)
            ELSE greatest(%(floor)s, %(base)s, least(%(max)s,
                 round(%(base)s * power(r.n::float8 / %(grow_from)s, %(growth)s))::int))
            END::text
-    FROM (SELECT coalesce(sum(n), 0) AS n FROM (
-        SELECT n FROM memory_textstat WHERE workspace_id = %(workspace_id)s AND lexeme = ''
-        UNION ALL
-        SELECT n FROM memory_textstatdelta WHERE workspace_id = %(workspace_id)s AND lexeme = ''
-    ) s) r
+    FROM ({WORKSPACE_ROWS_SQL}) r
 """
 
 
@@ -162,9 +168,7 @@ def set_vector_search_for_workspace(cursor, *, workspace_id: int, floor: int) ->
     """``set_vector_search`` with the walk ``ef_search_for_rows`` gives the workspace's
     recallable rows (at least ``floor``), read and set in one statement."""
     cursor.execute(
-        f"SELECT set_config('hnsw.ef_search', ({_EF_FOR_WORKSPACE}), true), "
-        "set_config('hnsw.iterative_scan', %(scan)s, true), "
-        "set_config('hnsw.max_scan_tuples', %(tuples)s, true), " + _CUSTOM_PLANS,
+        f"SELECT set_config('hnsw.ef_search', ({_EF_FOR_WORKSPACE}), true), " + _SEARCH_SETTINGS,
         {
             "workspace_id": workspace_id,
             "floor": int(floor),
@@ -172,8 +176,7 @@ def set_vector_search_for_workspace(cursor, *, workspace_id: int, floor: int) ->
             "grow_from": max(1, int(settings.CAIRN_RECALL_EF_SEARCH_GROW_FROM)),
             "growth": float(settings.CAIRN_RECALL_EF_SEARCH_GROWTH),
             "max": int(settings.CAIRN_RECALL_EF_SEARCH_MAX),
-            "scan": settings.CAIRN_RECALL_ITERATIVE_SCAN,
-            "tuples": str(int(settings.CAIRN_RECALL_MAX_SCAN_TUPLES)),
+            **_search_params(),
         },
     )
 

@@ -501,6 +501,11 @@ def erasable_tables() -> list[Table]:
     return [t for t in TABLES.values() if t.erasable]
 
 
+def trigger_tables() -> list[str]:
+    """Labels of the tables database triggers keep from others (``Table.by_trigger``)."""
+    return [t.label for t in TABLES.values() if t.by_trigger]
+
+
 def followers_of(label: str) -> list[tuple[Table, Callable[[list[int]], Q]]]:
     return [(t, t.follows[label]) for t in TABLES.values() if label in t.follows]
 

@@ -38,7 +38,7 @@ from memory.models import (
     JobRun,
     Workspace,
 )
-from memory.privacy.datamap import TABLES, Plan, followers_of
+from memory.privacy.datamap import TABLES, Plan, followers_of, trigger_tables
 from memory.privacy.erasure_steps import (
     Step,
     erasure_steps,
@@ -377,7 +377,6 @@ def erasure_execute(
 
     # The text counts of erased knowledge left by trigger; folding drops the words only
     # they held (the fold is global: one at a time, it waits for a running one).
-    by_trigger = [t.label for t in TABLES.values() if t.by_trigger]
     stats_folded = text_stats.fold(wait=True) if "memory.Knowledge" in tally.counts else None
 
     reasons = reasons_redact(workspace=workspace, selector=selector)
@@ -404,7 +403,7 @@ def erasure_execute(
             *counts,
             *tally.rebuilt,
             *(REDACTED_TABLES if reasons else ()),
-            *(by_trigger if stats_folded is not None else ()),
+            *(trigger_tables() if stats_folded is not None else ()),
         ],
     )
     # Deleted cache keys stay in Valkey's append-only file until it is rewritten.

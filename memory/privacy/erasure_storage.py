@@ -10,7 +10,7 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connection
 
-from memory.privacy.datamap import TABLES, erasable_tables, followers_of
+from memory.privacy.datamap import erasable_tables, followers_of, trigger_tables
 
 # Tables whose rows hold people's words about erased rows without being erased
 # themselves: their old row versions are vacuumed too.
@@ -20,7 +20,7 @@ REDACTED_TABLES = ("memory.AuditEvent", "memory.ErasureReceipt")
 def erasure_touched_tables() -> list[str]:
     """Every table an erasure deletes from, rebuilds, or redacts words in."""
     labels = {table.label for table in erasable_tables()}
-    labels |= {table.label for table in TABLES.values() if table.by_trigger}
+    labels |= set(trigger_tables())
     for label in list(labels):
         labels |= {follower.label for follower, _ in followers_of(label)}
     return sorted(labels | {"memory.IdempotencyRecord", *REDACTED_TABLES})
